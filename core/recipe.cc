@@ -1,0 +1,504 @@
+#include "core/recipe.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/yaml_reader.h"
+
+namespace ix {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+bool IsUpperName(const std::string& s) {
+  if (s.empty() || !((s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool IsLowerName(const std::string& s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+  });
+}
+
+std::string Child(const std::string& field, const std::string& key) {
+  return field.empty() ? key : field + "." + key;
+}
+std::string Index(const std::string& field, size_t i) {
+  return field + "[" + std::to_string(i) + "]";
+}
+
+// Loader: turns the YAML document into a Recipe, throwing YamlError.
+class Loader {
+ public:
+  explicit Loader(const std::string& file) : r_(file) {}
+
+  Recipe Load(const YAML::Node& root) {
+    r_.CheckKeys(root, "",
+                 {"schema", "name", "description", "serves", "variables", "cudagraph_capture",
+                  "host_memory", "engine", "router", "client_env", "arms"});
+    Recipe recipe;
+    recipe.file = r_.file();
+    const YAML::Node schema = r_.Required(root, "", "schema");
+    if (r_.PositiveInt(schema, "schema") != kSchemaVersion) {
+      r_.Fail(schema, "schema", "unsupported schema version; allowed: " +
+                                    std::to_string(kSchemaVersion));
+    }
+    const YAML::Node name = r_.Required(root, "", "name");
+    recipe.name = r_.String(name, "name");
+    if (!IsLowerName(recipe.name)) {
+      r_.Fail(name, "name", "'" + recipe.name +
+                                "' is not a recipe name (lower-case letters, digits, '-', '_', '.')");
+    }
+    if (root["description"]) recipe.description = r_.String(root["description"], "description");
+    if (root["serves"]) {
+      const YAML::Node s = root["serves"];
+      r_.RequireSequence(s, "serves");
+      for (size_t i = 0; i < s.size(); ++i) recipe.serves.push_back(r_.String(s[i], Index("serves", i)));
+    }
+    if (root["variables"]) LoadVariables(root["variables"], recipe);
+    if (root["cudagraph_capture"]) recipe.capture = LoadCapture(root["cudagraph_capture"]);
+    if (root["host_memory"]) LoadHostMemory(root["host_memory"], recipe);
+    recipe.engine = LoadProcess(r_.Required(root, "", "engine"), "engine", "server.log");
+    if (root["router"]) recipe.router = LoadProcess(root["router"], "router", "router.log");
+    if (root["client_env"]) recipe.client_env = LoadEnv(root["client_env"], "client_env");
+    const YAML::Node arms = r_.Required(root, "", "arms");
+    r_.RequireMap(arms, "arms");
+    if (arms.size() == 0) r_.Fail(arms, "arms", "at least one arm is required");
+    std::set<std::string> arm_names;
+    for (const auto& kv : arms) {
+      const std::string arm_name = r_.String(kv.first, "arms");
+      if (!arm_names.insert(arm_name).second) r_.Fail(kv.first, Child("arms", arm_name), "given twice");
+      recipe.arms.push_back(LoadArm(arm_name, kv.first, kv.second));
+    }
+    for (const Arm& arm : recipe.arms) Validate(recipe, arm);
+    return recipe;
+  }
+
+ private:
+  LocatedTemplate Tmpl(const YAML::Node& node, const std::string& field) {
+    const std::string source = r_.String(node, field);
+    Result<Template> t = Template::Parse(source);
+    if (!t) r_.Fail(node, field, t.error().message);
+    return LocatedTemplate{std::move(t).value(), SourceRef{r_.Where(node), field}};
+  }
+
+  void LoadVariables(const YAML::Node& vars, Recipe& recipe) {
+    r_.RequireMap(vars, "variables");
+    std::set<std::string> seen;
+    for (const auto& kv : vars) {
+      RecipeVariable v;
+      v.name = r_.String(kv.first, "variables");
+      const std::string field = Child("variables", v.name);
+      if (!IsUpperName(v.name)) {
+        r_.Fail(kv.first, field, "variable names are upper-case letters, digits and '_'");
+      }
+      if (!seen.insert(v.name).second) r_.Fail(kv.first, field, "given twice");
+      const YAML::Node& def = kv.second;
+      if (def.IsMap()) {
+        r_.CheckKeys(def, field, {"value", "eval_only", "doc"});
+        v.value = r_.String(r_.Required(def, field, "value"), Child(field, "value"));
+        if (def["eval_only"]) v.eval_only_value = r_.String(def["eval_only"], Child(field, "eval_only"));
+        if (def["doc"]) v.doc = r_.String(def["doc"], Child(field, "doc"));
+      } else if (def.IsNull()) {
+        v.value = "";
+      } else {
+        v.value = r_.String(def, field);
+      }
+      recipe.variables.push_back(std::move(v));
+    }
+  }
+
+  CaptureRule LoadCapture(const YAML::Node& node) {
+    const std::string field = "cudagraph_capture";
+    r_.CheckKeys(node, field, {"variable", "tokens_per_request", "max"});
+    CaptureRule c;
+    const YAML::Node var = r_.Required(node, field, "variable");
+    c.variable = r_.String(var, Child(field, "variable"));
+    if (!IsUpperName(c.variable)) {
+      r_.Fail(var, Child(field, "variable"), "variable names are upper-case letters, digits and '_'");
+    }
+    c.tokens_per_request = r_.PositiveInt(r_.Required(node, field, "tokens_per_request"),
+                                          Child(field, "tokens_per_request"));
+    c.max = r_.PositiveInt(r_.Required(node, field, "max"), Child(field, "max"));
+    return c;
+  }
+
+  void LoadHostMemory(const YAML::Node& list, Recipe& recipe) {
+    r_.RequireSequence(list, "host_memory");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string field = Index("host_memory", i);
+      const YAML::Node& n = list[i];
+      r_.CheckKeys(n, field, {"name", "per", "bytes", "doc"});
+      HostMemoryNeed need;
+      need.name = r_.String(r_.Required(n, field, "name"), Child(field, "name"));
+      const std::string per =
+          r_.Choice(r_.Required(n, field, "per"), Child(field, "per"), {"dp_rank", "gpu", "step"});
+      need.per = per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
+                 : per == "gpu"   ? HostMemoryNeed::Per::kGpu
+                                  : HostMemoryNeed::Per::kStep;
+      need.bytes = r_.Bytes(r_.Required(n, field, "bytes"), Child(field, "bytes"));
+      if (n["doc"]) need.doc = r_.String(n["doc"], Child(field, "doc"));
+      recipe.host_memory.push_back(std::move(need));
+    }
+  }
+
+  std::vector<EnvTemplate> LoadEnv(const YAML::Node& map, const std::string& field) {
+    r_.RequireMap(map, field);
+    std::vector<EnvTemplate> env;
+    std::set<std::string> seen;
+    for (const auto& kv : map) {
+      const std::string name = r_.String(kv.first, field);
+      const std::string f = Child(field, name);
+      if (!IsUpperName(name) && !IsLowerName(name)) r_.Fail(kv.first, f, "not an environment variable name");
+      if (!seen.insert(name).second) r_.Fail(kv.first, f, "given twice");
+      env.push_back(EnvTemplate{name, Tmpl(kv.second, f)});
+    }
+    return env;
+  }
+
+  std::vector<LocatedTemplate> LoadTemplateList(const YAML::Node& list, const std::string& field) {
+    r_.RequireSequence(list, field);
+    std::vector<LocatedTemplate> out;
+    for (size_t i = 0; i < list.size(); ++i) out.push_back(Tmpl(list[i], Index(field, i)));
+    return out;
+  }
+
+  ProcessTemplate LoadProcess(const YAML::Node& node, const std::string& field,
+                              const std::string& default_log) {
+    r_.CheckKeys(node, field, {"log", "argv", "env", "readiness"});
+    ProcessTemplate p;
+    p.name = field;
+    p.log = default_log;
+    if (node["log"]) {
+      p.log = r_.String(node["log"], Child(field, "log"));
+      if (!IsLowerName(p.log)) r_.Fail(node["log"], Child(field, "log"), "must be a plain file name");
+    }
+    const std::string argv_field = Child(field, "argv");
+    const YAML::Node argv = r_.Required(node, field, "argv");
+    r_.RequireSequence(argv, argv_field);
+    if (argv.size() == 0) r_.Fail(argv, argv_field, "must name the program to run");
+    for (size_t i = 0; i < argv.size(); ++i) {
+      const std::string f = Index(argv_field, i);
+      const YAML::Node& item = argv[i];
+      ArgTemplate a;
+      a.ref = SourceRef{r_.Where(item), f};
+      if (item.IsMap() && item["splice"]) {
+        r_.CheckKeys(item, f, {"splice"});
+        a.kind = ArgTemplate::Kind::kSplice;
+        a.fragment = r_.String(item["splice"], Child(f, "splice"));
+      } else if (item.IsMap()) {
+        r_.CheckKeys(item, f, {"when", "args"});
+        a.kind = ArgTemplate::Kind::kWhen;
+        a.when = r_.String(r_.Required(item, f, "when"), Child(f, "when"));
+        a.args = LoadTemplateList(r_.Required(item, f, "args"), Child(f, "args"));
+      } else if (item.IsScalar()) {
+        a.kind = ArgTemplate::Kind::kText;
+        a.text = Tmpl(item, f);
+      } else {
+        r_.Fail(item, f, "expected a string, {splice: FRAGMENT} or {when: VARIABLE, args: [...]}");
+      }
+      if (i == 0 && a.kind != ArgTemplate::Kind::kText) {
+        r_.Fail(item, f, "the first argument is the program and must be a plain string");
+      }
+      p.argv.push_back(std::move(a));
+    }
+    if (node["env"]) p.env = LoadEnv(node["env"], Child(field, "env"));
+    if (node["readiness"]) {
+      const std::string rf = Child(field, "readiness");
+      const YAML::Node list = node["readiness"];
+      r_.RequireSequence(list, rf);
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string f = Index(rf, i);
+        r_.CheckKeys(list[i], f, {"http_ok", "models_nonempty"});
+        if (list[i].size() != 1) r_.Fail(list[i], f, "give exactly one of http_ok, models_nonempty");
+        const bool ok = static_cast<bool>(list[i]["http_ok"]);
+        const YAML::Node url = ok ? list[i]["http_ok"] : list[i]["models_nonempty"];
+        p.readiness.push_back(ReadinessTemplate{
+            ok ? ReadinessTemplate::Kind::kHttpOk : ReadinessTemplate::Kind::kModelsNonEmpty,
+            Tmpl(url, Child(f, ok ? "http_ok" : "models_nonempty"))});
+      }
+    }
+    return p;
+  }
+
+  Arm LoadArm(const std::string& name, const YAML::Node& key, const YAML::Node& node) {
+    const std::string field = Child("arms", name);
+    if (!IsLowerName(name)) r_.Fail(key, field, "arm names are lower-case letters and digits");
+    r_.CheckKeys(node, field,
+                 {"gpus", "tp", "ep", "dp", "router", "cudagraph_batch_multiplier", "ports", "vars",
+                  "fragments", "engine_env", "client_env"});
+    Arm arm;
+    arm.name = name;
+    arm.where = r_.Where(key);
+    arm.gpus = r_.PositiveInt(r_.Required(node, field, "gpus"), Child(field, "gpus"));
+    arm.tp = r_.PositiveInt(r_.Required(node, field, "tp"), Child(field, "tp"));
+    arm.ep = r_.PositiveInt(r_.Required(node, field, "ep"), Child(field, "ep"));
+    arm.dp = r_.PositiveInt(r_.Required(node, field, "dp"), Child(field, "dp"));
+    if (arm.tp * arm.dp != arm.gpus) {
+      r_.Fail(node, field, "tp x dp must equal gpus (" + std::to_string(arm.tp) + " x " +
+                               std::to_string(arm.dp) + " != " + std::to_string(arm.gpus) + ")");
+    }
+    if (arm.gpus % arm.ep != 0) {
+      r_.Fail(node["ep"], Child(field, "ep"), "ep must divide gpus (" + std::to_string(arm.gpus) + ")");
+    }
+    if (node["router"]) arm.router = r_.Bool(node["router"], Child(field, "router"));
+    if (node["cudagraph_batch_multiplier"]) {
+      arm.capture_batch_multiplier = r_.PositiveInt(node["cudagraph_batch_multiplier"],
+                                                    Child(field, "cudagraph_batch_multiplier"));
+    }
+    const YAML::Node ports = r_.Required(node, field, "ports");
+    r_.RequireSequence(ports, Child(field, "ports"));
+    for (size_t i = 0; i < ports.size(); ++i) {
+      const std::string f = Index(Child(field, "ports"), i);
+      const std::string p = r_.String(ports[i], f);
+      if (!IsUpperName(p)) r_.Fail(ports[i], f, "port names are upper-case letters, digits and '_'");
+      if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end()) {
+        r_.Fail(ports[i], f, "port '" + p + "' given twice");
+      }
+      arm.ports.push_back(p);
+    }
+    if (node["vars"]) {
+      const std::string vf = Child(field, "vars");
+      r_.RequireMap(node["vars"], vf);
+      std::set<std::string> seen;
+      for (const auto& kv : node["vars"]) {
+        const std::string v = r_.String(kv.first, vf);
+        if (!IsUpperName(v)) r_.Fail(kv.first, Child(vf, v), "variable names are upper-case letters, digits and '_'");
+        if (!seen.insert(v).second) r_.Fail(kv.first, Child(vf, v), "given twice");
+        arm.vars.emplace_back(v, Tmpl(kv.second, Child(vf, v)));
+      }
+    }
+    if (node["fragments"]) {
+      const std::string ff = Child(field, "fragments");
+      r_.RequireMap(node["fragments"], ff);
+      std::set<std::string> seen;
+      for (const auto& kv : node["fragments"]) {
+        const std::string f = r_.String(kv.first, ff);
+        if (!seen.insert(f).second) r_.Fail(kv.first, Child(ff, f), "given twice");
+        arm.fragments.emplace_back(f, kv.second.IsNull() ? std::vector<LocatedTemplate>{}
+                                                         : LoadTemplateList(kv.second, Child(ff, f)));
+      }
+    }
+    if (node["engine_env"]) arm.engine_env = LoadEnv(node["engine_env"], Child(field, "engine_env"));
+    if (node["client_env"]) arm.client_env = LoadEnv(node["client_env"], Child(field, "client_env"));
+    return arm;
+  }
+
+  // Checks that everything `arm` renders refers only to names it has.
+  void Validate(const Recipe& recipe, const Arm& arm) {
+    const std::string field = Child("arms", arm.name);
+    // Every name, with what declared it, so collisions can be explained.
+    std::map<std::string, std::string> scope;
+    auto declare = [&](const std::string& name, const std::string& what) {
+      auto [it, inserted] = scope.emplace(name, what);
+      if (!inserted) {
+        throw YamlError(arm.where + ": arm '" + arm.name + "': '" + name + "' is both " +
+                        it->second + " and " + what + "; names must be unique");
+      }
+    };
+    for (const auto& b : BuiltinVariables()) declare(b, "a builtin variable");
+    for (const auto& v : recipe.variables) declare(v.name, "a recipe variable");
+    if (recipe.capture) declare(recipe.capture->variable, "the cudagraph_capture variable");
+    for (const auto& p : arm.ports) declare(p, "a port of the arm");
+    for (const auto& [v, t] : arm.vars) declare(v, "an arm variable");
+
+    std::vector<std::string> known;
+    for (const auto& [n, what] : scope) known.push_back(n);
+    auto check = [&](const LocatedTemplate& t) {
+      for (const auto& v : t.tmpl.Variables()) {
+        if (!scope.count(v)) {
+          throw YamlError(t.ref.Describe() + ": unknown variable ${" + v + "} in arm '" + arm.name +
+                          "'; declared: " + JoinNames(known));
+        }
+      }
+    };
+    auto check_env = [&](const std::vector<EnvTemplate>& env) {
+      for (const auto& e : env) check(e.value);
+    };
+    auto fragment = [&](const std::string& name) -> const std::vector<LocatedTemplate>* {
+      for (const auto& [n, f] : arm.fragments) {
+        if (n == name) return &f;
+      }
+      return nullptr;
+    };
+    std::set<std::string> spliced;
+    auto check_process = [&](const ProcessTemplate& p) {
+      for (const ArgTemplate& a : p.argv) {
+        switch (a.kind) {
+          case ArgTemplate::Kind::kText:
+            check(a.text);
+            break;
+          case ArgTemplate::Kind::kSplice: {
+            const auto* f = fragment(a.fragment);
+            if (!f) {
+              throw YamlError(a.ref.Describe() + ": arm '" + arm.name + "' defines no fragment '" +
+                              a.fragment + "'; add " + field + ".fragments." + a.fragment +
+                              " (an empty list is fine)");
+            }
+            spliced.insert(a.fragment);
+            for (const auto& t : *f) check(t);
+            break;
+          }
+          case ArgTemplate::Kind::kWhen:
+            if (!recipe.FindVariable(a.when)) {
+              throw YamlError(a.ref.Describe() + ": 'when' names '" + a.when +
+                              "', which is not a recipe variable");
+            }
+            for (const auto& t : a.args) check(t);
+            break;
+        }
+      }
+      check_env(p.env);
+      for (const auto& r : p.readiness) check(r.url);
+    };
+    check_process(recipe.engine);
+    if (arm.router) {
+      if (!recipe.router) {
+        throw YamlError(arm.where + ": field '" + field + ".router': the arm uses a router but the "
+                        "recipe has no 'router' section");
+      }
+      check_process(*recipe.router);
+    }
+    for (const auto& [n, f] : arm.fragments) {
+      if (!spliced.count(n)) {
+        throw YamlError(arm.where + ": field '" + field + ".fragments." + n +
+                        "': fragment is never spliced into a command");
+      }
+    }
+    check_env(arm.engine_env);
+    check_env(recipe.client_env);
+    check_env(arm.client_env);
+    for (const auto& [v, t] : arm.vars) check(t);
+
+    // Arm variables may reference each other; reject cycles now so that
+    // rendering can recurse without limits.
+    std::map<std::string, const Template*> vars;
+    for (const auto& [v, t] : arm.vars) vars[v] = &t.tmpl;
+    std::map<std::string, int> state;  // 1 = visiting, 2 = done
+    std::function<void(const std::string&, std::vector<std::string>&)> visit =
+        [&](const std::string& v, std::vector<std::string>& path) {
+          if (state[v] == 2) return;
+          path.push_back(v);
+          if (state[v] == 1) {
+            throw YamlError(arm.where + ": field '" + field + ".vars': variables refer to each other "
+                            "in a cycle: " + JoinNames(path, " -> "));
+          }
+          state[v] = 1;
+          for (const auto& ref : vars[v]->Variables()) {
+            if (vars.count(ref)) visit(ref, path);
+          }
+          state[v] = 2;
+          path.pop_back();
+        };
+    for (const auto& [v, t] : arm.vars) {
+      std::vector<std::string> path;
+      visit(v, path);
+    }
+    if (recipe.capture && arm.capture_batch_multiplier <= 0) {
+      throw YamlError(arm.where + ": cudagraph_batch_multiplier must be positive");
+    }
+  }
+
+  YamlReader r_;
+};
+
+}  // namespace
+
+const char* PerName(HostMemoryNeed::Per per) {
+  switch (per) {
+    case HostMemoryNeed::Per::kDpRank: return "dp_rank";
+    case HostMemoryNeed::Per::kGpu: return "gpu";
+    case HostMemoryNeed::Per::kStep: return "step";
+  }
+  return "step";
+}
+
+const std::vector<std::string>& BuiltinVariables() {
+  static const std::vector<std::string> kNames = {"RECIPE", "ARM", "CONC", "EVAL_ONLY",
+                                                  "GPUS",   "TP",  "EP",   "DP"};
+  return kNames;
+}
+
+const Arm* Recipe::FindArm(const std::string& arm_name) const {
+  for (const Arm& a : arms) {
+    if (a.name == arm_name) return &a;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Recipe::ArmNames() const {
+  std::vector<std::string> names;
+  for (const Arm& a : arms) names.push_back(a.name);
+  return names;
+}
+
+const RecipeVariable* Recipe::FindVariable(const std::string& var) const {
+  for (const RecipeVariable& v : variables) {
+    if (v.name == var) return &v;
+  }
+  return nullptr;
+}
+
+namespace {
+
+Result<Recipe> LoadFromRoot(const Result<YAML::Node>& root, const std::string& name) {
+  if (!root) return root.error();
+  try {
+    if (!root.value().IsMap()) {
+      YamlReader(name).Fail(root.value(), "",
+                            "a recipe must be a YAML mapping with schema, name, engine and arms");
+    }
+    return Loader(name).Load(root.value());
+  } catch (const YamlError& e) {
+    return Error{e.what()};
+  } catch (const YAML::Exception& e) {
+    return Error{name + ": " + e.what()};
+  }
+}
+
+}  // namespace
+
+Result<Recipe> LoadRecipeString(const std::string& text, const std::string& name) {
+  return LoadFromRoot(ParseYamlString(text, name), name);
+}
+
+Result<Recipe> LoadRecipeFile(const std::string& path) {
+  Result<Recipe> recipe = LoadFromRoot(ParseYamlFile(path), path);
+  if (!recipe) return recipe;
+  const std::string stem = std::filesystem::path(path).stem().string();
+  if (recipe.value().name != stem) {
+    return Error{path + ": field 'name': '" + recipe.value().name +
+                 "' must match the file name '" + stem + "'"};
+  }
+  return recipe;
+}
+
+std::vector<std::string> ListRecipes(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".yaml" && entry.is_regular_file(ec)) {
+      names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<Recipe> LoadRecipeByName(const std::string& dir, const std::string& name) {
+  const std::vector<std::string> available = ListRecipes(dir);
+  if (!IsLowerName(name) || std::find(available.begin(), available.end(), name) == available.end()) {
+    return Error{"unknown recipe '" + name + "' in " + dir + "; available: " +
+                 (available.empty() ? std::string("(none)") : JoinNames(available))};
+  }
+  return LoadRecipeFile((std::filesystem::path(dir) / (name + ".yaml")).string());
+}
+
+}  // namespace ix

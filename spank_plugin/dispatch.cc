@@ -1,0 +1,128 @@
+// The SPANK entry points of spank_inferencex.so. Like Pyxis, this file only
+// routes each callback to the file of its context (srun_side.cc for srun,
+// sbatch and salloc; the slurmstepd side arrives with the job-step issue).
+// Rules for code loaded into slurmstepd: hooks are extern "C", no exception
+// crosses a hook, only the SPANK symbols are exported (spank_inferencex.map),
+// and nothing happens at all unless an --inferencex-* option was given.
+#include <exception>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include "spank_plugin/plugin_args.h"
+#include "spank_plugin/srun_side.h"
+#include "spank_plugin/step_options.h"
+
+extern "C" {
+extern const char plugin_name[] = "inferencex";
+extern const char plugin_type[] = "spank";
+extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+extern const unsigned int spank_plugin_version = 1;
+}
+
+namespace {
+
+// One plugin instance per process (srun, sbatch or slurmstepd).
+struct PluginState {
+  ix::PluginArgs args;
+  std::string args_error;  // non-empty when plugstack.conf arguments are bad
+  ix::StepOptions options;
+  std::string option_error;
+};
+PluginState g_state;
+
+enum OptionId { kArm = 1, kRecipe, kConc };
+
+int OnOption(int val, const char* optarg, int /*remote*/) noexcept {
+  try {
+    const std::string value = optarg ? optarg : "";
+    switch (val) {
+      case kArm: g_state.options.arm = value; break;
+      case kRecipe: g_state.options.recipe = value; break;
+      case kConc: {
+        ix::Result<int64_t> conc = ix::ParseConcurrency(value);
+        if (!conc) {
+          slurm_error("inferencex: %s", conc.error().message.c_str());
+          return -1;
+        }
+        g_state.options.conc = conc.value();
+        break;
+      }
+      default: return -1;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    slurm_error("inferencex: option: %s", e.what());
+    return -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+struct spank_option kOptions[] = {
+    {const_cast<char*>("inferencex-arm"), const_cast<char*>("ARM"),
+     const_cast<char*>("InferenceX: parallelism arm of the recipe (tp4, tep4, dep4, ...)"), 1, kArm,
+     OnOption},
+    {const_cast<char*>("inferencex-recipe"), const_cast<char*>("NAME"),
+     const_cast<char*>("InferenceX: serving recipe (e.g. dsv41flash-fp4-b300-vllm)"), 1, kRecipe,
+     OnOption},
+    {const_cast<char*>("inferencex-conc"), const_cast<char*>("N"),
+     const_cast<char*>("InferenceX: client concurrency of the benchmark point"), 1, kConc, OnOption},
+};
+
+}  // namespace
+
+extern "C" {
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  try {
+    const spank_context_t ctx = spank_context();
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE) return 0;
+    ix::Result<ix::PluginArgs> args = ix::ParsePluginArgs(std::vector<std::string>(av, av + ac));
+    if (args) {
+      g_state.args = args.value();
+    } else {
+      // Logged now; a step that uses the plugin fails on it later, while
+      // other jobs keep running as if the plugin were not installed.
+      g_state.args_error = args.error().message;
+      slurm_error("inferencex: %s", g_state.args_error.c_str());
+    }
+    for (auto& opt : kOptions) {
+      if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) {
+        slurm_error("inferencex: cannot register --%s", opt.name);
+        return -1;
+      }
+    }
+    return 0;
+  } catch (...) {
+    slurm_error("inferencex: internal error in slurm_spank_init");
+    return -1;
+  }
+}
+
+int slurm_spank_init_post_opt(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
+  try {
+    if (!g_state.options.Active()) return 0;
+    const spank_context_t ctx = spank_context();
+    if (!g_state.args_error.empty()) {
+      slurm_error("inferencex: plugin misconfigured in plugstack.conf: %s",
+                  g_state.args_error.c_str());
+      return -1;
+    }
+    if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) {
+      return ix::SrunInitPostOpt(g_state.args, g_state.options);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    slurm_error("inferencex: internal error: %s", e.what());
+    return -1;
+  } catch (...) {
+    slurm_error("inferencex: internal error in slurm_spank_init_post_opt");
+    return -1;
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,66 @@
+#include "spank_plugin/step_options.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+
+#include "core/launch_plan.h"
+#include "core/recipe.h"
+#include "core/yaml_reader.h"
+
+namespace ix {
+
+Result<int64_t> ParseConcurrency(const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v <= 0) {
+    return Error{"--inferencex-conc=" + text + ": expected a positive integer"};
+  }
+  return static_cast<int64_t>(v);
+}
+
+std::vector<std::string> KnownArms(const std::string& recipe_dir) {
+  std::set<std::string> arms;
+  for (const std::string& name : ListRecipes(recipe_dir)) {
+    Result<Recipe> r = LoadRecipeByName(recipe_dir, name);
+    if (!r) continue;  // a broken recipe is reported when it is asked for
+    for (const std::string& a : r.value().ArmNames()) arms.insert(a);
+  }
+  return {arms.begin(), arms.end()};
+}
+
+Status ValidateStepOptions(const StepOptions& o, const std::string& recipe_dir) {
+  if (!o.Active()) return Ok{};
+  if (!o.recipe) {
+    if (o.arm) {
+      const std::vector<std::string> arms = KnownArms(recipe_dir);
+      if (std::find(arms.begin(), arms.end(), *o.arm) == arms.end()) {
+        return Error{"--inferencex-arm=" + *o.arm + ": unknown arm; allowed: " +
+                     (arms.empty() ? std::string("(no recipes in ") + recipe_dir + ")" : JoinNames(arms))};
+      }
+    }
+    const std::vector<std::string> recipes = ListRecipes(recipe_dir);
+    return Error{"--inferencex-recipe=NAME is required with the other --inferencex options; "
+                 "recipes: " + (recipes.empty() ? std::string("(none in ") + recipe_dir + ")" : JoinNames(recipes))};
+  }
+  Result<Recipe> recipe = LoadRecipeByName(recipe_dir, *o.recipe);
+  if (!recipe) return Error{"--inferencex-recipe=" + *o.recipe + ": " + recipe.error().message};
+  const std::string arms = JoinNames(recipe.value().ArmNames());
+  if (!o.arm) return Error{"--inferencex-arm=ARM is required; arms of " + *o.recipe + ": " + arms};
+  if (!recipe.value().FindArm(*o.arm)) {
+    return Error{"--inferencex-arm=" + *o.arm + ": unknown arm for recipe " + *o.recipe +
+                 "; allowed: " + arms};
+  }
+  if (!o.conc) return Error{"--inferencex-conc=N is required (the client concurrency)"};
+  RenderRequest req;
+  req.arm = *o.arm;
+  req.conc = *o.conc;
+  req.ports = PlaceholderPorts(recipe.value().FindArm(*o.arm)->ports);
+  Result<LaunchPlan> plan = RenderPlan(recipe.value(), req);
+  if (!plan) return plan.error();
+  return Ok{};
+}
+
+}  // namespace ix

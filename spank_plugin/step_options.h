@@ -1,0 +1,35 @@
+// StepOptions: the --inferencex-* options of one srun/sbatch, as given, and
+// their validation against the recipes. Pure logic, no Slurm calls, so it is
+// tested without a cluster. Invariant: `Active()` is false exactly when no
+// --inferencex-* option was given, and then nothing else is consulted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace ix {
+
+struct StepOptions {
+  std::optional<std::string> arm;
+  std::optional<std::string> recipe;
+  std::optional<int64_t> conc;
+
+  bool Active() const { return arm || recipe || conc; }
+};
+
+// Parses the value of --inferencex-conc.
+Result<int64_t> ParseConcurrency(const std::string& text);
+
+// The arms every recipe in `recipe_dir` offers, sorted and unique.
+std::vector<std::string> KnownArms(const std::string& recipe_dir);
+
+// Checks a set of options before anything is allocated: the recipe exists,
+// the arm is one of its arms, the concurrency renders (e.g. dep4 needs
+// 2 x CONC divisible by 4). The message says what is allowed.
+Status ValidateStepOptions(const StepOptions& options, const std::string& recipe_dir);
+
+}  // namespace ix

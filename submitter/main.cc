@@ -1,0 +1,41 @@
+// ixsubmit: the submitter's command line. Routes each subcommand to its file.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "submitter/plan_command.h"
+
+namespace {
+
+const char kUsage[] =
+    "Usage: ixsubmit COMMAND [OPTIONS]\n"
+    "\n"
+    "Run InferenceX-style LLM serving benchmarks on a Slurm cluster.\n"
+    "\n"
+    "Commands:\n"
+    "  plan     render a recipe arm at one concurrency into its launch plan\n"
+    "\n"
+    "Run 'ixsubmit COMMAND --help' for the options of a command.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (command == "--version") {
+    std::cout << "ixsubmit " IX_VERSION "\n";
+    return 0;
+  }
+  if (command == "plan") return ix::RunPlanCommand(rest);
+  std::cerr << "ixsubmit: unknown command '" << command << "'; commands: plan\n"
+            << "Try 'ixsubmit --help'.\n";
+  return 2;
+}

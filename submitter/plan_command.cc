@@ -1,0 +1,102 @@
+#include "submitter/plan_command.h"
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "core/launch_plan.h"
+#include "core/recipe.h"
+#include "submitter/recipe_dir.h"
+
+namespace ix {
+namespace po = boost::program_options;
+
+namespace {
+
+const char kUsage[] =
+    "Usage: ixsubmit plan --recipe NAME --arm ARM --conc N [OPTIONS]\n"
+    "\n"
+    "Render one arm of a recipe at one concurrency into the launch plan a job\n"
+    "step would run: exact argv and environment of every process, named ports,\n"
+    "ranks and GPUs, readiness checks, host memory and the client environment.\n"
+    "Nothing is started; ports are distinct placeholders (a running step leases\n"
+    "real ones).\n"
+    "\n"
+    "Options:\n";
+
+}  // namespace
+
+int RunPlanCommand(const std::vector<std::string>& args) {
+  std::string recipe_name, arm, recipe_dir;
+  int64_t conc = 0;
+  std::vector<std::string> sets;
+  po::options_description opts;
+  opts.add_options()
+      ("recipe", po::value(&recipe_name)->value_name("NAME"), "recipe name (a file NAME.yaml in the recipe directory)")
+      ("arm", po::value(&arm)->value_name("ARM"), "arm of the recipe: tp4, tep4, dep4, ...")
+      ("conc", po::value(&conc)->value_name("N"), "client concurrency, a positive integer")
+      ("eval-only", po::bool_switch(), "render the eval-only variant (accuracy run)")
+      ("set", po::value(&sets)->value_name("NAME=VALUE")->composing(), "override a recipe variable; repeatable")
+      ("recipe-dir", po::value(&recipe_dir)->value_name("DIR"), "recipe directory (default: $IX_RECIPE_DIR, else " IX_DEFAULT_RECIPE_DIR ")")
+      ("json", po::bool_switch(), "print the plan as JSON")
+      ("help,h", "show this help");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "ixsubmit plan: " << e.what() << "\nTry 'ixsubmit plan --help'.\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << opts;
+    return 0;
+  }
+  for (const char* required : {"recipe", "arm", "conc"}) {
+    if (!vm.count(required)) {
+      std::cerr << "ixsubmit plan: --" << required << " is required\nTry 'ixsubmit plan --help'.\n";
+      return 2;
+    }
+  }
+  if (conc <= 0) {
+    std::cerr << "ixsubmit plan: --conc must be a positive integer, got " << conc << "\n";
+    return 2;
+  }
+  RenderRequest req;
+  req.arm = arm;
+  req.conc = conc;
+  req.eval_only = vm["eval-only"].as<bool>();
+  for (const std::string& s : sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "ixsubmit plan: --set expects NAME=VALUE, got '" << s << "'\n";
+      return 2;
+    }
+    req.overrides.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+  }
+
+  Result<Recipe> recipe = LoadRecipeByName(ResolveRecipeDir(recipe_dir), recipe_name);
+  if (!recipe) {
+    std::cerr << "ixsubmit plan: " << recipe.error().message << "\n";
+    return 1;
+  }
+  Result<std::vector<std::string>> names = PortNames(recipe.value(), arm);
+  if (!names) {
+    std::cerr << "ixsubmit plan: " << names.error().message << "\n";
+    return 1;
+  }
+  req.ports = PlaceholderPorts(names.value());
+  Result<LaunchPlan> plan = RenderPlan(recipe.value(), req);
+  if (!plan) {
+    std::cerr << "ixsubmit plan: " << plan.error().message << "\n";
+    return 1;
+  }
+  if (vm["json"].as<bool>()) {
+    std::cout << PlanToJson(plan.value(), true) << "\n";
+  } else {
+    std::cout << PlanSummary(plan.value());
+  }
+  return 0;
+}
+
+}  // namespace ix
