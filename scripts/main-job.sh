@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# main-job.sh: the main job on the embedded default. Installs what is
+# needed, builds, starts the private local Slurm cluster with the plugin
+# loaded, runs steps through it, and writes the dep4 launch plan of the
+# default recipe. Prints where everything is. Run as root on Debian 12.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$repo"
+RECIPE=${IX_RECIPE:-dsv41flash-fp4-b300-vllm}
+out=$repo/build/main-job
+export IX_CLUSTER_DIR=${IX_CLUSTER_DIR:-$repo/build/local-cluster}
+export IX_RECIPE_DIR=$repo/recipes
+
+scripts/bootstrap.sh
+scripts/build.sh "$repo/build"
+scripts/local-cluster.sh restart
+eval "$(scripts/local-cluster.sh env)"
+mkdir -p "$out"
+
+echo "== srun --help (plugin options)"
+srun --help 2>&1 | grep -A1 -- '--inferencex' | tee "$out/srun-help.txt"
+echo "== srun --inferencex-arm=nope true (refused before allocation)"
+if srun --inferencex-arm=nope true 2>"$out/refused.txt"; then
+  echo "main-job.sh: srun accepted an unknown arm" >&2; exit 1
+fi
+cat "$out/refused.txt"
+echo "== srun --inferencex-arm=dep4 --inferencex-recipe=$RECIPE --inferencex-conc=64 hostname"
+srun --inferencex-arm=dep4 --inferencex-recipe="$RECIPE" --inferencex-conc=64 hostname
+echo "== dep4 launch plan at concurrency 64"
+build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 | tee "$out/dep4-c64.txt"
+build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 --json >"$out/dep4-c64.json"
+
+cat <<MSG
+
+Results in $out:
+  dep4-c64.json    the dep4 launch plan (argv, env, ports, ranks, readiness)
+  dep4-c64.txt     the same, readable
+  srun-help.txt    the plugin's options as srun shows them
+  refused.txt      srun's message for an unknown arm
+The local cluster is still running ($IX_CLUSTER_DIR):
+  eval "\$(scripts/local-cluster.sh env)"; sinfo      use it
+  scripts/local-cluster.sh stop                    stop it
+MSG

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# test.sh: installs every dependency, builds, and runs every test: the unit
+# tests (also under AddressSanitizer and UBSan) and the integration tests on
+# a real local Slurm cluster, which CTest starts and stops itself. Run as
+# root on Debian 12. Exit status 0 only when everything passed.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$repo"
+
+step() { printf '== %s\n' "$*"; }
+step "bootstrap (Debian packages)"
+scripts/bootstrap.sh
+step "build"
+scripts/build.sh "$repo/build"
+step "build with -fsanitize=address,undefined"
+scripts/build.sh "$repo/build-asan" -DIX_SANITIZE=ON
+
+logs=$repo/build/test-logs
+mkdir -p "$logs"
+status=0
+# run_ctest NAME CTEST_ARGS...: full output to build/test-logs/NAME.log; the
+# summary on success, the failures on failure.
+run_ctest() {
+  local name=$1; shift
+  if ctest "$@" --output-on-failure >"$logs/$name.log" 2>&1; then
+    grep -E 'tests passed|Total Test time' "$logs/$name.log"
+  else
+    status=1
+    grep -E '^\s*[0-9]+/[0-9]+ Test .*(Failed|Timeout|Exception|Not Run)' "$logs/$name.log" || true
+    tail -n 60 "$logs/$name.log"
+    echo "(full output: $logs/$name.log)"
+  fi
+}
+step "unit tests"
+run_ctest unit --test-dir build -L unit -j "$(nproc)"
+step "unit tests under ASan/UBSan"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  run_ctest unit-asan --test-dir build-asan -L unit -j "$(nproc)"
+step "integration tests (local Slurm cluster)"
+run_ctest integration --test-dir build -L integration
+
+if [[ $status -eq 0 ]]; then step "all tests passed"; else step "TESTS FAILED"; fi
+exit $status

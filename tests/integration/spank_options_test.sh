@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The SPANK plugin on the real local cluster: its options show in srun
+# --help, bad values stop srun and sbatch before any allocation with the
+# allowed values, and a step without its options is untouched.
+# Needs the cluster started (CTest fixture) and SLURM_CONF exported.
+set -uo pipefail
+RECIPE=dsv41flash-fp4-b300-vllm
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# A held job's id; two probes around a command show whether it allocated.
+probe_id() {
+  local id; id=$(sbatch --hold --parsable --job-name=ix-probe --output=/dev/null --wrap true) || return 1
+  scancel "$id"; echo "${id%%;*}"
+}
+
+# expect_refused NAME PATTERN CMD...: CMD fails, stderr matches, no job made.
+expect_refused() {
+  local name=$1 pattern=$2; shift 2
+  local before after rc
+  before=$(probe_id)
+  "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  after=$(probe_id)
+  [[ $rc -ne 0 ]] || fail "$name: exit 0, expected failure"
+  grep -Eq -- "$pattern" "$tmp/err" || { fail "$name: stderr does not match /$pattern/:"; cat "$tmp/err"; }
+  [[ $((after - before)) -eq 1 ]] || fail "$name: a job was allocated (probe ids $before, $after)"
+  echo "ok: $name refused: $(grep -m1 inferencex "$tmp/err")"
+}
+
+# 1. srun --help lists the options with their argument names.
+help=$(srun --help 2>&1)
+for opt in "--inferencex-arm=ARM" "--inferencex-recipe=NAME" "--inferencex-conc=N"; do
+  grep -qF -- "$opt" <<<"$help" || fail "srun --help does not list $opt"
+done
+echo "ok: srun --help lists the options"
+
+# 2. Bad values fail in srun/sbatch before allocation, naming what is allowed.
+expect_refused "unknown arm" "inferencex: --inferencex-arm=nope: unknown arm; allowed: dep4, tep4, tp4" \
+  srun --inferencex-arm=nope true
+expect_refused "unknown arm of the recipe" "unknown arm for recipe $RECIPE; allowed: tp4, tep4, dep4" \
+  srun --inferencex-arm=tp9 --inferencex-recipe=$RECIPE --inferencex-conc=8 true
+expect_refused "unknown recipe" "unknown recipe 'nope'.*available: $RECIPE" \
+  srun --inferencex-arm=tp4 --inferencex-recipe=nope --inferencex-conc=8 true
+expect_refused "dep4 at conc 3" "2 x CONC must be divisible by 4" \
+  srun --inferencex-arm=dep4 --inferencex-recipe=$RECIPE --inferencex-conc=3 true
+expect_refused "bad conc" "--inferencex-conc=abc: expected a positive integer" \
+  srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=abc true
+expect_refused "sbatch unknown arm" "unknown arm; allowed: dep4, tep4, tp4" \
+  sbatch --inferencex-arm=nope --output=/dev/null --wrap true
+
+# 3. A valid combination passes srun's checks (the step side is a later issue).
+srun --inferencex-arm=dep4 --inferencex-recipe=$RECIPE --inferencex-conc=64 true \
+  || fail "valid dep4 options were refused"
+
+# 4. Without its options the plugin does nothing: same output, same exit
+#    status, nothing added to the environment, nothing on stderr.
+out=$(srun hostname 2>"$tmp/err"); rc=$?
+[[ $rc -eq 0 && $out == "$(hostname)" ]] || fail "srun hostname: exit $rc, output '$out'"
+[[ ! -s $tmp/err ]] || { fail "srun hostname wrote to stderr:"; cat "$tmp/err"; }
+srun sh -c 'exit 7' 2>/dev/null; rc=$?
+[[ $rc -eq 7 ]] || fail "srun did not pass the task's exit status through (got $rc)"
+# A clean caller environment, so only what Slurm and plugins add is seen.
+if env -i PATH="$PATH" SLURM_CONF="$SLURM_CONF" srun env | grep -Ei '^IX_|inferencex'; then fail "plugin changed the environment of a plain step"; fi
+if grep -i inferencex "$IX_CLUSTER_DIR"/log/slurmd.log | grep -Evi 'loaded|plugstack|spank_inferencex.so'; then
+  fail "slurmd logged plugin activity for plain steps"
+fi
+echo "ok: plain steps are untouched"
+
+[[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
+echo "spank_options: all checks passed"
