@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# bench.sh [SECONDS_PER_CASE]: builds and runs the benchmarks in bench/ and
+# prints their Markdown tables (the source of docs/PERFORMANCE.md). Each
+# benchmark measures its own baseline in the same run and reports ratios.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+secs=${1:-3}
+"$repo/scripts/build.sh" "$repo/build"
+echo "## Port broker (bench/ports_bench.cc, ${secs}s per case, $(nproc) cores)"
+echo
+"$repo/build/bench/ports_bench" "$secs" /run
