@@ -1,0 +1,886 @@
+#include "core/topology.h"
+
+#include <dlfcn.h>
+#include <hwloc.h>
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace ix {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    const size_t pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+// A non-negative decimal int, all of `s`.
+std::optional<int> ParseIndex(std::string_view s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+std::string ReadFile(const std::string& path, int* err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *err = errno ? errno : ENOENT;
+    return {};
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *err = 0;
+  return ss.str();
+}
+
+std::vector<int> Bits(hwloc_const_bitmap_t b) {
+  std::vector<int> out;
+  if (!b) return out;
+  for (int i = hwloc_bitmap_first(b); i != -1; i = hwloc_bitmap_next(b, i)) out.push_back(i);
+  return out;
+}
+
+int OsIndex(hwloc_obj_t obj) {
+  return obj && obj->os_index != HWLOC_UNKNOWN_INDEX ? static_cast<int>(obj->os_index) : -1;
+}
+
+bool IsNvidiaGpu(const hwloc_obj_t obj) {
+  const auto& pci = obj->attr->pcidev;
+  return pci.vendor_id == 0x10de && (pci.class_id == 0x0302 || pci.class_id == 0x0300);
+}
+
+std::string BusIdString(unsigned domain, unsigned bus, unsigned dev, unsigned func) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain, bus, dev, func);
+  return buf;
+}
+
+// The first NUMA node among an object's memory children (looking through
+// memory-side caches), preferring plain DRAM (no subtype) over HBM, CXL or
+// GPU memory; nullptr when it has none.
+hwloc_obj_t FirstNuma(hwloc_obj_t obj) {
+  hwloc_obj_t fallback = nullptr;
+  for (hwloc_obj_t m = obj->memory_first_child; m; m = m->next_sibling) {
+    hwloc_obj_t n = m->type == HWLOC_OBJ_NUMANODE ? m : FirstNuma(m);
+    if (!n) continue;
+    if (!n->subtype) return n;
+    if (!fallback) fallback = n;
+  }
+  return fallback;
+}
+
+// The NUMA node nearest to a CPU: the memory attached to its closest
+// ancestor that has any.
+hwloc_obj_t NearestNuma(hwloc_obj_t pu) {
+  for (hwloc_obj_t obj = pu; obj; obj = obj->parent) {
+    if (obj->memory_arity == 0) continue;
+    if (hwloc_obj_t n = FirstNuma(obj)) return n;
+  }
+  return nullptr;
+}
+
+// Builds our Topology from a loaded hwloc topology.
+Result<Topology> Build(hwloc_topology_t t, std::string source) {
+  Topology topo;
+  topo.source = std::move(source);
+
+  for (hwloc_obj_t n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, nullptr); n;
+       n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n)) {
+    NumaNode node;
+    node.os_index = OsIndex(n);
+    node.total_bytes = n->attr ? n->attr->numanode.local_memory : 0;
+    topo.numa_nodes.push_back(std::move(node));
+  }
+  std::sort(topo.numa_nodes.begin(), topo.numa_nodes.end(),
+            [](const NumaNode& a, const NumaNode& b) { return a.os_index < b.os_index; });
+
+  // Cores: every PU belongs to its Core ancestor, or is a core of its own
+  // when the topology has no core level. A core's NUMA node is its nearest
+  // one (see NearestNuma); a node's CPUs are those of the cores it is
+  // nearest to, which is what Linux lists as the node's cpulist. hwloc's own
+  // NUMA cpusets also cover CPUs of other nodes for CPU-less memory.
+  std::map<hwloc_obj_t, Core> by_core;
+  for (hwloc_obj_t pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, nullptr); pu;
+       pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) {
+    hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu);
+    hwloc_obj_t key = core ? core : pu;
+    Core& c = by_core[key];
+    if (c.cpus.empty()) {
+      c.os_index = OsIndex(key);
+      c.package = OsIndex(hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, pu));
+      c.numa = OsIndex(NearestNuma(pu));
+    }
+    c.cpus.push_back(OsIndex(pu));
+  }
+  for (auto& [obj, c] : by_core) {
+    std::sort(c.cpus.begin(), c.cpus.end());
+    topo.cores.push_back(c);
+  }
+  std::sort(topo.cores.begin(), topo.cores.end(),
+            [](const Core& a, const Core& b) { return a.cpus.front() < b.cpus.front(); });
+  for (NumaNode& n : topo.numa_nodes) {
+    for (const Core& c : topo.cores) {
+      if (c.numa != n.os_index) continue;
+      n.cpus.insert(n.cpus.end(), c.cpus.begin(), c.cpus.end());
+      ++n.cores;
+    }
+    std::sort(n.cpus.begin(), n.cpus.end());
+  }
+  if (topo.cores.empty()) return Error{topo.source + ": hwloc found no CPUs"};
+  if (topo.NumaNodesWithCpus().empty()) return Error{topo.source + ": hwloc found no NUMA node with CPUs"};
+
+  // GPUs, in PCI bus order.
+  struct Found {
+    std::tuple<unsigned, unsigned, unsigned, unsigned> key;
+    Gpu gpu;
+  };
+  std::vector<Found> found;
+  const std::vector<int> with_cpus = topo.NumaNodesWithCpus();
+  for (hwloc_obj_t d = hwloc_get_next_pcidev(t, nullptr); d; d = hwloc_get_next_pcidev(t, d)) {
+    if (!IsNvidiaGpu(d)) continue;
+    const auto& pci = d->attr->pcidev;
+    Found f;
+    f.key = {pci.domain, pci.bus, pci.dev, pci.func};
+    f.gpu.bus_id = BusIdString(pci.domain, pci.bus, pci.dev, pci.func);
+    f.gpu.vendor_id = pci.vendor_id;
+    f.gpu.device_id = pci.device_id;
+    f.gpu.class_id = pci.class_id;
+    hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, d);
+    std::vector<int> local;
+    if (anc && anc->nodeset && !hwloc_bitmap_iszero(anc->nodeset)) {
+      for (int n : Bits(anc->nodeset)) {
+        if (std::binary_search(with_cpus.begin(), with_cpus.end(), n)) local.push_back(n);
+      }
+    } else if (anc && anc->cpuset) {
+      // No nodeset: the nodes whose CPUs overlap the ancestor's.
+      for (const NumaNode& n : topo.numa_nodes) {
+        for (int cpu : n.cpus) {
+          if (hwloc_bitmap_isset(anc->cpuset, static_cast<unsigned>(cpu))) {
+            local.push_back(n.os_index);
+            break;
+          }
+        }
+      }
+    }
+    f.gpu.local_numa = local;
+    if (local.size() == 1) f.gpu.numa = local.front();
+    found.push_back(std::move(f));
+  }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.key < b.key; });
+  for (size_t i = 0; i < found.size(); ++i) {
+    found[i].gpu.index = static_cast<int>(i);
+    topo.gpus.push_back(std::move(found[i].gpu));
+  }
+  return topo;
+}
+
+// Owns an hwloc topology for the duration of one discovery.
+class HwlocTopology {
+ public:
+  HwlocTopology() { ok_ = hwloc_topology_init(&t_) == 0; }
+  ~HwlocTopology() {
+    if (ok_) hwloc_topology_destroy(t_);
+  }
+  HwlocTopology(const HwlocTopology&) = delete;
+  HwlocTopology& operator=(const HwlocTopology&) = delete;
+  bool ok() const { return ok_; }
+  hwloc_topology_t get() const { return t_; }
+
+  // Keeps disallowed CPUs/nodes (the step's own limits are applied later)
+  // and the important I/O devices (GPUs are display-class PCI devices).
+  int Configure() {
+    if (hwloc_topology_set_flags(t_, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) return -1;
+    return hwloc_topology_set_io_types_filter(t_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  }
+
+ private:
+  hwloc_topology_t t_ = nullptr;
+  bool ok_ = false;
+};
+
+}  // namespace
+
+// ---- id lists ---------------------------------------------------------------
+
+Result<std::vector<int>> ParseIdList(std::string_view text, const std::string& what) {
+  std::vector<int> ids;
+  const std::string_view all = Trim(text);
+  if (all.empty()) return ids;
+  for (std::string_view part : Split(all, ',')) {
+    const std::string_view p = Trim(part);
+    const size_t dash = p.find('-');
+    auto bad = [&]() {
+      return Error{what + ": '" + std::string(p) + "' in '" + std::string(all) +
+                   "' is not an id or a range such as 0-3 (expected a list like 0-3,8,10-11)"};
+    };
+    if (dash == std::string_view::npos) {
+      const std::optional<int> v = ParseIndex(p);
+      if (!v) return bad();
+      ids.push_back(*v);
+    } else {
+      const std::optional<int> lo = ParseIndex(p.substr(0, dash));
+      const std::optional<int> hi = ParseIndex(p.substr(dash + 1));
+      if (!lo || !hi || *lo > *hi) return bad();
+      if (*hi - *lo > 1 << 20) return Error{what + ": range '" + std::string(p) + "' is too large"};
+      for (int i = *lo; i <= *hi; ++i) ids.push_back(i);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+std::string FormatIdList(std::vector<int> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::string out;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(ids[i]);
+    if (j > i) out += "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  static const struct {
+    uint64_t size;
+    const char* name;
+  } kUnits[] = {{1ull << 30, "GiB"}, {1ull << 20, "MiB"}};
+  for (const auto& u : kUnits) {
+    if (bytes < u.size) continue;
+    if (bytes % u.size == 0) return std::to_string(bytes / u.size) + " " + u.name;
+    const uint64_t hundredths = bytes / u.size * 100 + bytes % u.size * 100 / u.size;  // truncated
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%llu.%02llu %s", static_cast<unsigned long long>(hundredths / 100),
+                  static_cast<unsigned long long>(hundredths % 100), u.name);
+    return buf;
+  }
+  return std::to_string(bytes) + " bytes";
+}
+
+// ---- the topology -----------------------------------------------------------
+
+const NumaNode* Topology::FindNuma(int os_index) const {
+  for (const NumaNode& n : numa_nodes) {
+    if (n.os_index == os_index) return &n;
+  }
+  return nullptr;
+}
+
+NumaNode* Topology::FindNuma(int os_index) {
+  for (NumaNode& n : numa_nodes) {
+    if (n.os_index == os_index) return &n;
+  }
+  return nullptr;
+}
+
+std::vector<int> Topology::AllCpus() const {
+  std::vector<int> out;
+  for (const Core& c : cores) out.insert(out.end(), c.cpus.begin(), c.cpus.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int> Topology::NumaNodesWithCpus() const {
+  std::vector<int> out;
+  for (const NumaNode& n : numa_nodes) {
+    if (n.HasCpus()) out.push_back(n.os_index);
+  }
+  return out;
+}
+
+std::string Topology::DescribeGpus() const {
+  if (gpus.empty()) return "none";
+  std::vector<int> ids;
+  for (const Gpu& g : gpus) ids.push_back(g.index);
+  return FormatIdList(ids);
+}
+
+Result<Topology> DiscoverTopology() {
+  HwlocTopology t;
+  if (!t.ok()) return Error{"hwloc: cannot initialise a topology: " + ErrnoText(errno)};
+  if (t.Configure() != 0) return Error{"hwloc: cannot configure discovery: " + ErrnoText(errno)};
+  if (hwloc_topology_load(t.get()) != 0) {
+    return Error{"hwloc: discovery of this machine failed: " + ErrnoText(errno)};
+  }
+  return Build(t.get(), "this machine");
+}
+
+Result<Topology> LoadTopologyXml(const std::string& path) {
+  int err = 0;
+  const std::string text = ReadFile(path, &err);
+  if (err) return Error{path + ": cannot read topology XML: " + ErrnoText(err)};
+  if (Trim(text).empty()) return Error{path + ": file is empty, expected an hwloc topology XML"};
+  HwlocTopology t;
+  if (!t.ok()) return Error{"hwloc: cannot initialise a topology: " + ErrnoText(errno)};
+  if (t.Configure() != 0) return Error{"hwloc: cannot configure discovery: " + ErrnoText(errno)};
+  // From memory, so the file is read exactly once and hwloc never falls
+  // back to discovering this machine.
+  if (hwloc_topology_set_xmlbuffer(t.get(), text.data(), static_cast<int>(text.size() + 1)) != 0) {
+    return Error{path + ": hwloc rejected the topology XML: " + ErrnoText(errno)};
+  }
+  if (hwloc_topology_load(t.get()) != 0) {
+    return Error{path + ": not a valid hwloc topology XML (hwloc could not load it: " + ErrnoText(errno) +
+                 "); expected the output of lstopo --of xml"};
+  }
+  return Build(t.get(), path);
+}
+
+Status SetNumaFreeBytes(Topology& topology, int node, uint64_t bytes) {
+  NumaNode* n = topology.FindNuma(node);
+  if (!n) {
+    std::vector<int> have;
+    for (const NumaNode& x : topology.numa_nodes) have.push_back(x.os_index);
+    return Error{"NUMA node " + std::to_string(node) + " is not in the topology (" + topology.source +
+                 "); nodes present: " + FormatIdList(have)};
+  }
+  n->free_bytes = bytes;
+  return Ok{};
+}
+
+// ---- the OS behind an interface ---------------------------------------------
+
+std::string DescribeMemlock(const MemlockLimit& limit) {
+  return limit.unlimited ? "unlimited" : FormatBytes(limit.bytes);
+}
+
+Result<uint64_t> ParseNodeMeminfo(std::string_view text, const std::string& where) {
+  std::optional<uint64_t> mem_free, inactive_file;
+  for (std::string_view line : Split(text, '\n')) {
+    std::istringstream in{std::string(line)};
+    std::vector<std::string> f;
+    for (std::string w; in >> w;) f.push_back(w);
+    if (f.size() >= 2 && f[0] == "Node") f.erase(f.begin(), f.begin() + 2);  // "Node N"
+    if (f.size() < 2) continue;
+    std::optional<uint64_t>* slot = f[0] == "MemFree:"          ? &mem_free
+                                    : f[0] == "Inactive(file):" ? &inactive_file
+                                                                : nullptr;
+    if (!slot) continue;
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), v);
+    if (ec != std::errc() || p != f[1].data() + f[1].size()) {
+      return Error{where + ": '" + std::string(Trim(line)) + "': expected a number of kB"};
+    }
+    const uint64_t scale = f.size() >= 3 && f[2] == "kB" ? 1024 : 1;
+    *slot = v * scale;
+  }
+  if (!mem_free) return Error{where + ": no MemFree line"};
+  if (!inactive_file) return Error{where + ": no Inactive(file) line"};
+  return *mem_free + *inactive_file;
+}
+
+namespace {
+
+class SystemHostProbe : public HostProbe {
+ public:
+  SystemHostProbe(std::string node_dir, std::string shm_dir)
+      : node_dir_(std::move(node_dir)), shm_dir_(std::move(shm_dir)) {}
+
+  Result<std::vector<int>> AllowedCpus() const override {
+    for (int ncpus = 1024; ncpus <= (1 << 16); ncpus *= 2) {
+      cpu_set_t* set = CPU_ALLOC(static_cast<size_t>(ncpus));
+      if (!set) return Error{"sched_getaffinity: out of memory"};
+      const size_t size = CPU_ALLOC_SIZE(static_cast<size_t>(ncpus));
+      CPU_ZERO_S(size, set);
+      if (sched_getaffinity(0, size, set) != 0) {
+        const int err = errno;
+        CPU_FREE(set);
+        if (err == EINVAL) continue;  // more CPUs than the mask holds
+        return Error{"sched_getaffinity: " + ErrnoText(err)};
+      }
+      std::vector<int> cpus;
+      for (int i = 0; i < ncpus; ++i) {
+        if (CPU_ISSET_S(static_cast<size_t>(i), size, set)) cpus.push_back(i);
+      }
+      CPU_FREE(set);
+      return cpus;
+    }
+    return Error{"sched_getaffinity: the affinity mask is larger than 65536 CPUs"};
+  }
+
+  Result<uint64_t> NumaAvailableBytes(int node) const override {
+    const std::string path = node_dir_ + "/node" + std::to_string(node) + "/meminfo";
+    int err = 0;
+    const std::string text = ReadFile(path, &err);
+    if (err) return Error{path + ": cannot read: " + ErrnoText(err)};
+    return ParseNodeMeminfo(text, path);
+  }
+
+  Result<uint64_t> ShmFreeBytes() const override {
+    struct statvfs st;
+    if (statvfs(shm_dir_.c_str(), &st) != 0) return Error{"statvfs " + shm_dir_ + ": " + ErrnoText(errno)};
+    return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
+  }
+
+  Result<MemlockLimit> Memlock() const override {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0) return Error{"getrlimit(RLIMIT_MEMLOCK): " + ErrnoText(errno)};
+    MemlockLimit m;
+    m.unlimited = rl.rlim_cur == RLIM_INFINITY;
+    m.bytes = m.unlimited ? 0 : static_cast<uint64_t>(rl.rlim_cur);
+    return m;
+  }
+
+ private:
+  std::string node_dir_, shm_dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<HostProbe> MakeSystemHostProbe(std::string node_dir, std::string shm_dir) {
+  return std::make_unique<SystemHostProbe>(std::move(node_dir), std::move(shm_dir));
+}
+
+void MeasureFreeMemory(Topology& topology, const HostProbe& probe) {
+  for (NumaNode& n : topology.numa_nodes) {
+    Result<uint64_t> avail = probe.NumaAvailableBytes(n.os_index);
+    if (avail) {
+      n.free_bytes = avail.value();
+    } else {
+      n.free_bytes.reset();
+      topology.notes.push_back("free memory of NUMA node " + std::to_string(n.os_index) +
+                               " unknown: " + avail.error().message);
+    }
+  }
+}
+
+HostState ReadHostState(const HostProbe& probe) {
+  HostState h;
+  Result<std::vector<int>> cpus = probe.AllowedCpus();
+  if (cpus) {
+    h.allowed_cpus = std::move(cpus).value();
+  } else {
+    h.notes.push_back("allowed CPUs unknown: " + cpus.error().message);
+  }
+  Result<uint64_t> shm = probe.ShmFreeBytes();
+  if (shm) {
+    h.shm_free_bytes = shm.value();
+  } else {
+    h.notes.push_back("/dev/shm free space unknown: " + shm.error().message);
+  }
+  Result<MemlockLimit> ml = probe.Memlock();
+  if (ml) {
+    h.memlock = ml.value();
+  } else {
+    h.notes.push_back("RLIMIT_MEMLOCK unknown: " + ml.error().message);
+  }
+  return h;
+}
+
+// ---- NVML confirmation --------------------------------------------------------
+
+Result<std::string> NormalizeBusId(std::string_view text) {
+  const std::string_view s = Trim(text);
+  auto bad = [&]() {
+    return Error{"'" + std::string(s) + "' is not a PCI bus id (expected domain:bus:device.function, "
+                 "such as 0000:1b:00.0)"};
+  };
+  std::vector<std::string_view> parts = Split(s, ':');
+  if (parts.size() == 2) parts.insert(parts.begin(), std::string_view("0"));
+  if (parts.size() != 3) return bad();
+  const size_t dot = parts[2].find('.');
+  if (dot == std::string_view::npos) return bad();
+  const std::string_view fields[4] = {parts[0], parts[1], parts[2].substr(0, dot), parts[2].substr(dot + 1)};
+  const unsigned limits[4] = {0xffffffffu, 0xffu, 0x1fu, 0x7u};
+  unsigned v[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    const std::string_view f = fields[i];
+    if (f.empty() || f.size() > 8) return bad();
+    auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v[i], 16);
+    if (ec != std::errc() || p != f.data() + f.size() || v[i] > limits[i]) return bad();
+  }
+  return BusIdString(v[0], v[1], v[2], v[3]);
+}
+
+namespace {
+
+// The part of nvml.h this needs (NVML API reference, nvmlPciInfo_t).
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st*;
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+};
+
+template <class Fn>
+Fn Symbol(void* lib, const char* name) {
+  void* p = dlsym(lib, name);
+  Fn fn = nullptr;
+  static_assert(sizeof fn == sizeof p);
+  std::memcpy(&fn, &p, sizeof fn);
+  return fn;
+}
+
+class DlNvml : public NvmlSource {
+ public:
+  NvmlGpus List() const override {
+    NvmlGpus out;
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* why = dlerror();
+      out.state = NvmlGpus::State::kAbsent;
+      out.detail = std::string("NVML not present: cannot load libnvidia-ml.so.1") + (why ? std::string(": ") + why : "");
+      return out;
+    }
+    out = Query(lib);
+    dlclose(lib);
+    return out;
+  }
+
+ private:
+  static NvmlGpus Query(void* lib) {
+    NvmlGpus out;
+    out.state = NvmlGpus::State::kFailed;
+    auto init = Symbol<nvmlReturn_t (*)()>(lib, "nvmlInit_v2");
+    auto shutdown = Symbol<nvmlReturn_t (*)()>(lib, "nvmlShutdown");
+    auto count = Symbol<nvmlReturn_t (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
+    auto handle = Symbol<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>(lib, "nvmlDeviceGetHandleByIndex_v2");
+    auto pci = Symbol<nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*)>(lib, "nvmlDeviceGetPciInfo_v3");
+    auto error_string = Symbol<const char* (*)(nvmlReturn_t)>(lib, "nvmlErrorString");
+    if (!init || !shutdown || !count || !handle || !pci) {
+      out.detail = "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2/"
+                   "nvmlDeviceGetPciInfo_v3 (driver too old?)";
+      return out;
+    }
+    auto text = [&](const char* call, nvmlReturn_t rc) {
+      const char* s = error_string ? error_string(rc) : nullptr;
+      return std::string(call) + " failed: " + (s ? s : "error " + std::to_string(rc));
+    };
+    if (nvmlReturn_t rc = init(); rc != 0) {
+      out.detail = text("nvmlInit_v2", rc);
+      return out;
+    }
+    unsigned n = 0;
+    if (nvmlReturn_t rc = count(&n); rc != 0) {
+      out.detail = text("nvmlDeviceGetCount_v2", rc);
+      shutdown();
+      return out;
+    }
+    for (unsigned i = 0; i < n; ++i) {
+      nvmlDevice_t dev = nullptr;
+      nvmlPciInfo_t info;
+      std::memset(&info, 0, sizeof info);
+      if (nvmlReturn_t rc = handle(i, &dev); rc != 0) {
+        out.detail = text("nvmlDeviceGetHandleByIndex_v2", rc) + " for device " + std::to_string(i);
+        shutdown();
+        return out;
+      }
+      if (nvmlReturn_t rc = pci(dev, &info); rc != 0) {
+        out.detail = text("nvmlDeviceGetPciInfo_v3", rc) + " for device " + std::to_string(i);
+        shutdown();
+        return out;
+      }
+      info.busId[sizeof info.busId - 1] = '\0';
+      info.busIdLegacy[sizeof info.busIdLegacy - 1] = '\0';
+      Result<std::string> id = NormalizeBusId(info.busId[0] ? info.busId : info.busIdLegacy);
+      if (!id) {
+        out.detail = "NVML device " + std::to_string(i) + ": " + id.error().message;
+        shutdown();
+        return out;
+      }
+      out.bus_ids.push_back(id.value());
+    }
+    shutdown();
+    out.state = NvmlGpus::State::kOk;
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<NvmlSource> MakeSystemNvml() { return std::make_unique<DlNvml>(); }
+
+const char* GpuOrderStateName(GpuOrderCheck::State state) {
+  switch (state) {
+    case GpuOrderCheck::State::kConfirmed: return "confirmed";
+    case GpuOrderCheck::State::kNvmlAbsent: return "nvml_absent";
+    case GpuOrderCheck::State::kNvmlFailed: return "nvml_failed";
+    case GpuOrderCheck::State::kMismatch: return "mismatch";
+  }
+  return "?";
+}
+
+GpuOrderCheck CheckGpuOrder(const Topology& topology, const NvmlGpus& nvml) {
+  GpuOrderCheck c;
+  if (nvml.state == NvmlGpus::State::kAbsent) {
+    c.state = GpuOrderCheck::State::kNvmlAbsent;
+    c.message = nvml.detail + "; the GPU order (PCI bus id order from hwloc) is not confirmed";
+    return c;
+  }
+  if (nvml.state == NvmlGpus::State::kFailed) {
+    c.state = GpuOrderCheck::State::kNvmlFailed;
+    c.message = "NVML failed: " + nvml.detail + "; the GPU order (PCI bus id order from hwloc) is not confirmed";
+    return c;
+  }
+  std::string hw, nv;
+  for (const Gpu& g : topology.gpus) hw += (hw.empty() ? "" : ", ") + g.bus_id;
+  for (const std::string& b : nvml.bus_ids) nv += (nv.empty() ? "" : ", ") + b;
+  if (hw.empty()) hw = "none";
+  if (nv.empty()) nv = "none";
+  if (nvml.bus_ids.size() != topology.gpus.size()) {
+    c.state = GpuOrderCheck::State::kMismatch;
+    c.message = "hwloc finds " + std::to_string(topology.gpus.size()) + " NVIDIA GPUs (" + hw + ") but NVML " +
+                std::to_string(nvml.bus_ids.size()) + " (" + nv + ")";
+    return c;
+  }
+  for (size_t i = 0; i < nvml.bus_ids.size(); ++i) {
+    if (nvml.bus_ids[i] != topology.gpus[i].bus_id) {
+      c.state = GpuOrderCheck::State::kMismatch;
+      c.message = "GPU " + std::to_string(i) + " is " + topology.gpus[i].bus_id + " in PCI bus order (hwloc) but " +
+                  nvml.bus_ids[i] + " in NVML order; hwloc: " + hw + "; NVML: " + nv;
+      return c;
+    }
+  }
+  c.state = GpuOrderCheck::State::kConfirmed;
+  c.message = "NVML confirms the " + std::to_string(nvml.bus_ids.size()) + " GPUs in PCI bus id order";
+  return c;
+}
+
+// ---- the step's GPUs ------------------------------------------------------------
+
+namespace {
+
+Status CheckIndices(const Topology& topology, const std::vector<int>& gpus, const std::string& source) {
+  std::set<int> seen;
+  for (int g : gpus) {
+    if (g < 0 || g >= static_cast<int>(topology.gpus.size())) {
+      return Error{"GPU " + std::to_string(g) + " (from " + source + ") is not in the topology of " +
+                   topology.source + "; GPUs present: " + topology.DescribeGpus()};
+    }
+    if (!seen.insert(g).second) {
+      return Error{source + ": GPU " + std::to_string(g) + " is given twice"};
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<StepGpus> SelectStepGpus(const Topology& topology, const std::optional<std::string>& slurm_step_gpus,
+                                const std::optional<std::string>& cuda_visible_devices) {
+  StepGpus out;
+  if (slurm_step_gpus) {
+    out.source = "SLURM_STEP_GPUS=" + *slurm_step_gpus;
+    Result<std::vector<int>> ids = ParseIdList(*slurm_step_gpus, "SLURM_STEP_GPUS");
+    if (!ids) return ids.error();
+    out.gpus = std::move(ids).value();
+  } else if (cuda_visible_devices) {
+    out.source = "CUDA_VISIBLE_DEVICES=" + *cuda_visible_devices;
+    const std::string_view all = Trim(*cuda_visible_devices);
+    if (!all.empty()) {
+      for (std::string_view part : Split(all, ',')) {
+        const std::string_view p = Trim(part);
+        if (p.rfind("GPU-", 0) == 0 || p.rfind("MIG-", 0) == 0) {
+          return Error{"CUDA_VISIBLE_DEVICES entry '" + std::string(p) +
+                       "' is a UUID; mapping GPU UUIDs to PCI bus ids needs NVML, which placement does not "
+                       "use for this yet; give GPU indices (CUDA_DEVICE_ORDER=PCI_BUS_ID) instead"};
+        }
+        const std::optional<int> v = ParseIndex(p);
+        if (!v) {
+          return Error{"CUDA_VISIBLE_DEVICES entry '" + std::string(p) + "' in '" + std::string(all) +
+                       "' is not a GPU index (expected a comma list such as 0,1,2,3)"};
+        }
+        out.gpus.push_back(*v);
+      }
+    }
+  } else {
+    out.source = "all GPUs of " + topology.source;
+    for (const Gpu& g : topology.gpus) out.gpus.push_back(g.index);
+  }
+  if (Status s = CheckIndices(topology, out.gpus, out.source); !s) return s.error();
+  return out;
+}
+
+// ---- rendering --------------------------------------------------------------------
+
+namespace {
+
+template <class Writer>
+void WriteIds(Writer& w, const std::vector<int>& ids) {
+  w.StartArray();
+  for (int i : ids) w.Int(i);
+  w.EndArray();
+}
+
+template <class Writer>
+void WriteTopology(Writer& w, const Topology& t, const HostState* host) {
+  auto str = [&](const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); };
+  w.StartObject();
+  w.Key("source"); str(t.source);
+  w.Key("numa_nodes");
+  w.StartArray();
+  for (const NumaNode& n : t.numa_nodes) {
+    w.StartObject();
+    w.Key("os_index"); w.Int(n.os_index);
+    w.Key("total_bytes"); w.Uint64(n.total_bytes);
+    w.Key("free_bytes");
+    if (n.free_bytes) {
+      w.Uint64(*n.free_bytes);
+    } else {
+      w.Null();
+    }
+    w.Key("cpus"); str(FormatIdList(n.cpus));
+    w.Key("cores"); w.Int(n.cores);
+    w.Key("placement_target"); w.Bool(n.HasCpus());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("cores");
+  w.StartArray();
+  for (const Core& c : t.cores) {
+    w.StartObject();
+    w.Key("os_index"); w.Int(c.os_index);
+    w.Key("package"); w.Int(c.package);
+    w.Key("numa"); w.Int(c.numa);
+    w.Key("cpus"); str(FormatIdList(c.cpus));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("gpus");
+  w.StartArray();
+  for (const Gpu& g : t.gpus) {
+    char pci_id[16];
+    std::snprintf(pci_id, sizeof pci_id, "%04x:%04x", g.vendor_id, g.device_id);
+    char cls[8];
+    std::snprintf(cls, sizeof cls, "%04x", g.class_id);
+    w.StartObject();
+    w.Key("index"); w.Int(g.index);
+    w.Key("bus_id"); str(g.bus_id);
+    w.Key("pci_id"); w.String(pci_id);
+    w.Key("class"); w.String(cls);
+    w.Key("numa");
+    if (g.numa) {
+      w.Int(*g.numa);
+    } else {
+      w.Null();
+    }
+    w.Key("local_numa"); WriteIds(w, g.local_numa);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("notes");
+  w.StartArray();
+  for (const std::string& n : t.notes) str(n);
+  w.EndArray();
+  if (host) {
+    w.Key("host");
+    w.StartObject();
+    w.Key("allowed_cpus"); str(FormatIdList(host->allowed_cpus));
+    w.Key("shm_free_bytes");
+    if (host->shm_free_bytes) {
+      w.Uint64(*host->shm_free_bytes);
+    } else {
+      w.Null();
+    }
+    w.Key("memlock");
+    if (!host->memlock) {
+      w.Null();
+    } else if (host->memlock->unlimited) {
+      w.String("unlimited");
+    } else {
+      w.Uint64(host->memlock->bytes);
+    }
+    w.Key("notes");
+    w.StartArray();
+    for (const std::string& n : host->notes) str(n);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string TopologyToJson(const Topology& topology, const HostState* host, bool pretty) {
+  rapidjson::StringBuffer buf;
+  if (pretty) {
+    rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
+    w.SetIndent(' ', 2);
+    WriteTopology(w, topology, host);
+  } else {
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    WriteTopology(w, topology, host);
+  }
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+std::string TopologySummary(const Topology& t, const HostState* host) {
+  std::string s = "topology of " + t.source + ": " + std::to_string(t.NumaNodesWithCpus().size()) +
+                  " NUMA node(s) with CPUs, " + std::to_string(t.cores.size()) + " cores, " +
+                  std::to_string(t.AllCpus().size()) + " CPUs, " + std::to_string(t.gpus.size()) + " NVIDIA GPU(s)\n";
+  for (const NumaNode& n : t.numa_nodes) {
+    s += "NUMA " + std::to_string(n.os_index) + ": " + FormatBytes(n.total_bytes) + " total, " +
+         (n.free_bytes ? FormatBytes(*n.free_bytes) + " available" : std::string("available not measured"));
+    if (n.HasCpus()) {
+      s += "; CPUs " + FormatIdList(n.cpus) + " (" + std::to_string(n.cores) + " cores)\n";
+    } else {
+      s += "; no CPUs (not a placement target)\n";
+    }
+  }
+  for (const Gpu& g : t.gpus) {
+    char pci_id[16];
+    std::snprintf(pci_id, sizeof pci_id, "%04x:%04x", g.vendor_id, g.device_id);
+    s += "GPU " + std::to_string(g.index) + ": " + g.bus_id + " [" + pci_id + "] ";
+    if (g.numa) {
+      s += "NUMA " + std::to_string(*g.numa) + "\n";
+    } else if (!g.local_numa.empty()) {
+      s += "NUMA unknown (local to nodes " + FormatIdList(g.local_numa) + ")\n";
+    } else {
+      s += "NUMA unknown\n";
+    }
+  }
+  if (host) {
+    s += "this process: allowed CPUs " + FormatIdList(host->allowed_cpus) + "; /dev/shm " +
+         (host->shm_free_bytes ? FormatBytes(*host->shm_free_bytes) + " free" : std::string("unknown")) +
+         "; RLIMIT_MEMLOCK " + (host->memlock ? DescribeMemlock(*host->memlock) : std::string("unknown")) + "\n";
+    for (const std::string& n : host->notes) s += "note: " + n + "\n";
+  }
+  for (const std::string& n : t.notes) s += "note: " + n + "\n";
+  return s;
+}
+
+}  // namespace ix
