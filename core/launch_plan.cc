@@ -267,6 +267,13 @@ Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& req) {
   return plan;
 }
 
+Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request) {
+  Result<std::vector<std::string>> names = PortNames(recipe, request.arm);
+  if (!names) return names.error();
+  request.ports = PlaceholderPorts(names.value());
+  return RenderPlan(recipe, request);
+}
+
 namespace {
 
 template <class Writer>

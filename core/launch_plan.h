@@ -78,6 +78,9 @@ Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::stri
 PortList PlaceholderPorts(const std::vector<std::string>& names);
 
 Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& request);
+// RenderPlan for a plan that is not running: the arm's ports get
+// PlaceholderPorts (request.ports is ignored).
+Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request);
 
 // Smallest power of two >= n, capped at `cap` (n >= 1).
 int64_t CaptureSize(int64_t n, int64_t cap);

@@ -1,13 +1,15 @@
-#include "submitter/recipe_dir.h"
+#include "core/recipe_dir.h"
 
 #include <cstdlib>
 
 namespace ix {
 
-std::string ResolveRecipeDir(const std::string& flag_value) {
-  if (!flag_value.empty()) return flag_value;
+std::string BuiltinRecipeDir() { return IX_DEFAULT_RECIPE_DIR; }
+
+std::string ResolveRecipeDir(const std::string& explicit_dir) {
+  if (!explicit_dir.empty()) return explicit_dir;
   if (const char* env = std::getenv("IX_RECIPE_DIR"); env && *env) return env;
-  return IX_DEFAULT_RECIPE_DIR;
+  return BuiltinRecipeDir();
 }
 
 }  // namespace ix

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "node_agent/ports_command.h"
+#include "node_agent/topology_command.h"
 
 namespace {
 
@@ -14,6 +15,8 @@ const char kUsage[] =
     "\n"
     "Commands:\n"
     "  ports      lease, release and list ports of the node's port broker\n"
+    "  topology   show NUMA nodes, cores, GPUs and host limits placement sees\n"
+    "  place      plan where a recipe arm's ranks run, and whether they fit\n"
     "\n"
     "Run 'ixctl COMMAND --help' for the options of a command.\n";
 
@@ -31,6 +34,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "ports") return ix::RunPortsCommand(rest);
-  std::cerr << "ixctl: unknown command '" << command << "'; commands: ports\nTry 'ixctl --help'.\n";
+  if (command == "topology") return ix::RunTopologyCommand(rest);
+  if (command == "place") return ix::RunPlaceCommand(rest);
+  std::cerr << "ixctl: unknown command '" << command << "'; commands: ports, topology, place\nTry 'ixctl --help'.\n";
   return 2;
 }

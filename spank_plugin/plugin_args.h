@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "core/recipe_dir.h"
 #include "core/result.h"
 
 namespace ix {
 
 struct PluginArgs {
-  std::string recipe_dir = IX_DEFAULT_RECIPE_DIR;
+  std::string recipe_dir = BuiltinRecipeDir();
 };
 
 Result<PluginArgs> ParsePluginArgs(const std::vector<std::string>& args);

@@ -6,7 +6,7 @@ namespace ix {
 namespace {
 
 TEST(PluginArgs, DefaultsAndRecipeDir) {
-  EXPECT_EQ(ParsePluginArgs({}).value().recipe_dir, IX_DEFAULT_RECIPE_DIR);
+  EXPECT_EQ(ParsePluginArgs({}).value().recipe_dir, BuiltinRecipeDir());
   EXPECT_EQ(ParsePluginArgs({"recipe_dir=/etc/ix"}).value().recipe_dir, "/etc/ix");
 }
 

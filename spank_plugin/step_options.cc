@@ -57,8 +57,7 @@ Status ValidateStepOptions(const StepOptions& o, const std::string& recipe_dir) 
   RenderRequest req;
   req.arm = *o.arm;
   req.conc = *o.conc;
-  req.ports = PlaceholderPorts(recipe.value().FindArm(*o.arm)->ports);
-  Result<LaunchPlan> plan = RenderPlan(recipe.value(), req);
+  Result<LaunchPlan> plan = RenderDryRun(recipe.value(), req);
   if (!plan) return plan.error();
   return Ok{};
 }

@@ -6,7 +6,7 @@
 
 #include "core/launch_plan.h"
 #include "core/recipe.h"
-#include "submitter/recipe_dir.h"
+#include "core/recipe_dir.h"
 
 namespace ix {
 namespace po = boost::program_options;
@@ -30,6 +30,8 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   std::string recipe_name, arm, recipe_dir;
   int64_t conc = 0;
   std::vector<std::string> sets;
+  const std::string recipe_dir_help =
+      "recipe directory (default: $IX_RECIPE_DIR, else " + BuiltinRecipeDir() + ")";
   po::options_description opts;
   opts.add_options()
       ("recipe", po::value(&recipe_name)->value_name("NAME"), "recipe name (a file NAME.yaml in the recipe directory)")
@@ -37,7 +39,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
       ("conc", po::value(&conc)->value_name("N"), "client concurrency, a positive integer")
       ("eval-only", po::bool_switch(), "render the eval-only variant (accuracy run)")
       ("set", po::value(&sets)->value_name("NAME=VALUE")->composing(), "override a recipe variable; repeatable")
-      ("recipe-dir", po::value(&recipe_dir)->value_name("DIR"), "recipe directory (default: $IX_RECIPE_DIR, else " IX_DEFAULT_RECIPE_DIR ")")
+      ("recipe-dir", po::value(&recipe_dir)->value_name("DIR"), recipe_dir_help.c_str())
       ("json", po::bool_switch(), "print the plan as JSON")
       ("help,h", "show this help");
   po::variables_map vm;
@@ -80,13 +82,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
     std::cerr << "ixsubmit plan: " << recipe.error().message << "\n";
     return 1;
   }
-  Result<std::vector<std::string>> names = PortNames(recipe.value(), arm);
-  if (!names) {
-    std::cerr << "ixsubmit plan: " << names.error().message << "\n";
-    return 1;
-  }
-  req.ports = PlaceholderPorts(names.value());
-  Result<LaunchPlan> plan = RenderPlan(recipe.value(), req);
+  Result<LaunchPlan> plan = RenderDryRun(recipe.value(), req);
   if (!plan) {
     std::cerr << "ixsubmit plan: " << plan.error().message << "\n";
     return 1;
