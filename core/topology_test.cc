@@ -89,6 +89,21 @@ TEST(FormatBytes, WholeGibAndTruncatedFractions) {
 
 // ---- fixtures ----
 
+// Exported with lstopo on a real H200 host (a one-GPU Firecracker VM of the
+// device pool, 2026-12-02), where NVML confirmed the order: the GPU is found
+// from hwloc's real PCI tree, not from a hand-written one.
+TEST(Topology, RealH200HostExport) {
+  const Topology t = Load("h200-vm-real.xml");
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_EQ(t.gpus[0].bus_id, "0000:00:06.0");
+  EXPECT_EQ(t.gpus[0].vendor_id, 0x10de);
+  EXPECT_EQ(t.gpus[0].device_id, 0x2335);
+  EXPECT_EQ(t.gpus[0].class_id, 0x0302);
+  EXPECT_EQ(t.gpus[0].numa, 0);
+  EXPECT_EQ(t.NumaNodesWithCpus(), std::vector<int>{0});
+  EXPECT_EQ(t.cores.size(), 16u);
+}
+
 TEST(Topology, Hgx2TibHasEightGpusInBusOrderOnTwoSockets) {
   const Topology t = Load("hgx-b300-2tib.xml");
   ASSERT_EQ(t.numa_nodes.size(), 2u);
