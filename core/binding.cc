@@ -1,4 +1,5 @@
 #include "core/binding.h"
+#include "core/file_text.h"
 
 #include <sched.h>
 #include <sys/syscall.h>
@@ -28,17 +29,6 @@ std::vector<unsigned long> Mask(const std::vector<int>& ids) {
   return mask;
 }
 
-std::string ReadText(const std::string& path, int* err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *err = errno ? errno : ENOENT;
-    return {};
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *err = 0;
-  return ss.str();
-}
 
 }  // namespace
 
@@ -174,11 +164,11 @@ Result<std::pair<std::string, std::vector<int>>> ParseNumaMapsPolicy(std::string
 Result<ProcBinding> ReadProcBinding(int pid) {
   const std::string dir = "/proc/" + std::to_string(pid);
   int err = 0;
-  const std::string status = ReadText(dir + "/status", &err);
+  const std::string status = ReadFileText(dir + "/status", &err);
   if (err) return Error{dir + "/status: cannot read: " + std::strerror(err)};
   Result<ProcBinding> b = ParseProcStatus(status, dir + "/status");
   if (!b) return b;
-  const std::string maps = ReadText(dir + "/numa_maps", &err);
+  const std::string maps = ReadFileText(dir + "/numa_maps", &err);
   if (!err && !maps.empty()) {
     Result<std::pair<std::string, std::vector<int>>> pol = ParseNumaMapsPolicy(maps, dir + "/numa_maps");
     if (pol) {

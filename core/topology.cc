@@ -1,4 +1,5 @@
 #include "core/topology.h"
+#include "core/file_text.h"
 
 #include <dlfcn.h>
 #include <hwloc.h>
@@ -56,17 +57,6 @@ std::optional<int> ParseIndex(std::string_view s) {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-std::string ReadFile(const std::string& path, int* err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *err = errno ? errno : ENOENT;
-    return {};
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *err = 0;
-  return ss.str();
-}
 
 std::vector<int> Bits(hwloc_const_bitmap_t b) {
   std::vector<int> out;
@@ -347,7 +337,7 @@ Result<Topology> DiscoverTopology() {
 
 Result<Topology> LoadTopologyXml(const std::string& path) {
   int err = 0;
-  const std::string text = ReadFile(path, &err);
+  const std::string text = ReadFileText(path, &err);
   if (err) return Error{path + ": cannot read topology XML: " + ErrnoText(err)};
   if (Trim(text).empty()) return Error{path + ": file is empty, expected an hwloc topology XML"};
   HwlocTopology t;
@@ -440,7 +430,7 @@ class SystemHostProbe : public HostProbe {
   Result<uint64_t> NumaAvailableBytes(int node) const override {
     const std::string path = node_dir_ + "/node" + std::to_string(node) + "/meminfo";
     int err = 0;
-    const std::string text = ReadFile(path, &err);
+    const std::string text = ReadFileText(path, &err);
     if (err) return Error{path + ": cannot read: " + ErrnoText(err)};
     return ParseNodeMeminfo(text, path);
   }

@@ -1,5 +1,7 @@
 #include "core/yaml_reader.h"
 
+#include "core/file_text.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -33,11 +35,9 @@ Result<YAML::Node> ParseYamlString(const std::string& text, const std::string& n
 }
 
 Result<YAML::Node> ParseYamlFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot open: " + std::strerror(errno)};
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
+  int err = 0;
+  const std::string text = ReadFileText(path, &err);
+  if (err != 0) return Error{path + ": cannot open: " + std::strerror(err)};
   if (text.find('\0') != std::string::npos) {
     return Error{path + ": not valid YAML: file contains NUL bytes (a binary file?)"};
   }
