@@ -9,3 +9,7 @@ secs=${1:-3}
 echo "## Port broker (bench/ports_bench.cc, ${secs}s per case, $(nproc) cores)"
 echo
 "$repo/build/bench/ports_bench" "$secs" /run
+echo
+echo "## Matrix generator (bench/matrix_bench.cc, $(nproc) cores)"
+echo
+"$repo/build/bench/matrix_bench" "$repo/build/submitter/ixsubmit" "$repo/tests/fixtures/inferencex" 31

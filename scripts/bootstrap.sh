@@ -9,10 +9,11 @@ PACKAGES=(
   build-essential cmake pkg-config git
   libslurm-dev slurm-wlm slurm-client munge libmunge-dev
   libhwloc-dev hwloc
-  libyaml-cpp-dev rapidjson-dev libboost-program-options-dev
+  libyaml-cpp-dev libyaml-dev rapidjson-dev libboost-program-options-dev
   libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev
   python3 curl procps iproute2 util-linux
+  clang libclang-rt-14-dev
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "submitter/matrix_command.h"
 #include "submitter/plan_command.h"
 
 namespace {
@@ -14,6 +15,7 @@ const char kUsage[] =
     "\n"
     "Commands:\n"
     "  plan     render a recipe arm at one concurrency into its launch plan\n"
+    "  matrix   the InferenceX benchmark matrix from master-config files (full-sweep, test-config)\n"
     "\n"
     "Run 'ixsubmit COMMAND --help' for the options of a command.\n";
 
@@ -35,7 +37,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "plan") return ix::RunPlanCommand(rest);
-  std::cerr << "ixsubmit: unknown command '" << command << "'; commands: plan\n"
+  if (command == "matrix") return ix::RunMatrixCommand(rest);
+  std::cerr << "ixsubmit: unknown command '" << command << "'; commands: plan, matrix\n"
             << "Try 'ixsubmit --help'.\n";
   return 2;
 }
