@@ -1,0 +1,537 @@
+// ix-fake-client: stands in for AIPerf in tests. Runs S multi-turn chat
+// sessions against $IX_ENDPOINT (else $AIPERF_SERVER_URL), each with its own
+// X-Session-ID, and writes a result JSON with the latency, time to first
+// token and serving data-parallel rank of every turn. Exits 1 when any
+// request failed, so a broken server fails the step.
+// Documentation: tests/fakes/README.md.
+#include <httplib.h>
+#include <rapidjson/document.h>
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_common.h"
+
+namespace {
+
+using ixfake::Arity;
+using ixfake::now_s;
+using ixfake::strprintf;
+
+const std::vector<ixfake::OptionSpec> kOptions = {
+    {"--sessions", Arity::kOne, "S"},        {"--turns", Arity::kOne, "T"},
+    {"--concurrency", Arity::kOne, "C"},     {"--endpoint", Arity::kOne, "URL"},
+    {"--model", Arity::kOne, "NAME"},        {"--max-tokens", Arity::kOne, "N"},
+    {"--timeout-s", Arity::kOne, "SECONDS"}, {"--session-prefix", Arity::kOne, "PREFIX"},
+    {"--out", Arity::kOne, "FILE"},          {"--no-stream", Arity::kNone, ""},
+    {"--keep-going", Arity::kNone, ""},      {"--help", Arity::kNone, ""},
+    {"-h", Arity::kNone, ""},
+};
+
+constexpr const char* kHelp =
+    "usage: ix-fake-client [--sessions S] [--turns T] [--concurrency C] [--endpoint URL]\n"
+    "                      [--model NAME] [--max-tokens N] [--timeout-s SECONDS]\n"
+    "                      [--session-prefix PREFIX] [--out FILE] [--no-stream] [--keep-going]\n"
+    "Runs S multi-turn chat sessions (T turns each, C sessions at a time) against\n"
+    "--endpoint, else $IX_ENDPOINT, else $AIPERF_SERVER_URL; writes --out, else\n"
+    "$IX_RESULT_DIR/result.json, else ./result.json. Exit 1 if a request failed.\n";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "ix-fake-client: %s\n%s", message.c_str(), kHelp);
+  std::exit(2);
+}
+
+struct Config {
+  int sessions = 8;
+  int turns = 3;
+  int concurrency = 4;
+  bool stream = true;
+  bool keep_going = false;
+  int max_tokens = 16;
+  double timeout_s = 60;
+  std::string session_prefix = "sess-";
+  std::string endpoint;
+  ixfake::HttpUrl url;
+  std::string model;
+  std::string out;
+  bool aiperf_session_header_var = false;
+};
+
+int positive(const ixfake::StrictArgs& args, const char* name, int fallback) {
+  auto v = args.value(name);
+  if (!v) return fallback;
+  auto n = ixfake::parse_int(*v, 1, 1000000);
+  if (!n) usage_error(strprintf("%s: '%s' is not a positive integer", name, v->c_str()));
+  return static_cast<int>(*n);
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+Config parse_config(int argc, char** argv) {
+  std::vector<std::string> raw(argv + 1, argv + argc);
+  ixfake::StrictArgs args = ixfake::parse_strict(raw, kOptions);
+  if (!args.ok()) usage_error(args.error.substr(args.error.rfind("error: ", 0) == 0 ? 7 : 0));
+  if (args.has("--help") || args.has("-h")) {
+    std::printf("%s", kHelp);
+    std::exit(0);
+  }
+  Config cfg;
+  cfg.sessions = positive(args, "--sessions", cfg.sessions);
+  cfg.turns = positive(args, "--turns", cfg.turns);
+  int conc_default = cfg.concurrency;
+  if (const char* c = std::getenv("IX_CONC"); c != nullptr && *c != '\0') {
+    auto n = ixfake::parse_int(c, 1, 1000000);
+    if (!n) usage_error(strprintf("IX_CONC='%s' is not a positive integer", c));
+    conc_default = static_cast<int>(*n);
+  }
+  cfg.concurrency = positive(args, "--concurrency", conc_default);
+  cfg.max_tokens = positive(args, "--max-tokens", cfg.max_tokens);
+  if (auto t = args.value("--timeout-s")) {
+    auto s = ixfake::parse_seconds(*t);
+    if (!s || *s <= 0) usage_error("--timeout-s: '" + *t + "' is not a positive number of seconds");
+    cfg.timeout_s = *s;
+  }
+  cfg.stream = !args.has("--no-stream");
+  cfg.keep_going = args.has("--keep-going");
+  if (auto p = args.value("--session-prefix")) cfg.session_prefix = *p;
+  cfg.endpoint = args.value("--endpoint").value_or(env_or("IX_ENDPOINT", env_or("AIPERF_SERVER_URL", "")));
+  if (cfg.endpoint.empty()) usage_error("no endpoint: pass --endpoint URL or set IX_ENDPOINT or AIPERF_SERVER_URL");
+  cfg.url = ixfake::parse_http_url(cfg.endpoint);
+  if (!cfg.url.ok()) usage_error("endpoint " + cfg.url.error);
+  // AIPerf's base URL may end in /v1; the client adds /v1/... itself.
+  if (cfg.url.base_path.size() >= 3 && cfg.url.base_path.compare(cfg.url.base_path.size() - 3, 3, "/v1") == 0) {
+    cfg.url.base_path.resize(cfg.url.base_path.size() - 3);
+  }
+  cfg.model = args.value("--model").value_or("");
+  if (auto o = args.value("--out")) {
+    cfg.out = *o;
+  } else {
+    std::string dir = env_or("IX_RESULT_DIR", "");
+    cfg.out = dir.empty() ? "result.json" : dir + "/result.json";
+  }
+  cfg.aiperf_session_header_var = env_or("AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID", "") == "1";
+  return cfg;
+}
+
+std::unique_ptr<httplib::Client> make_client(const Config& cfg) {
+  auto cli = std::make_unique<httplib::Client>(cfg.url.host, cfg.url.port);
+  auto secs = static_cast<time_t>(cfg.timeout_s);
+  auto usecs = static_cast<time_t>((cfg.timeout_s - static_cast<double>(secs)) * 1e6);
+  cli->set_connection_timeout(std::min<time_t>(secs, 10), secs >= 10 ? 0 : usecs);
+  cli->set_read_timeout(secs, usecs);
+  cli->set_write_timeout(secs, usecs);
+  cli->set_keep_alive(true);
+  cli->set_tcp_nodelay(true);
+  return cli;
+}
+
+struct Record {
+  std::string session;
+  int turn = 0;
+  double latency_ms = 0;
+  std::optional<double> ttft_ms;
+  std::optional<int> rank;
+  int status = 0;  // HTTP status; 0 when no response came
+  std::string error;
+  int completion_tokens = 0;
+};
+
+struct Message {
+  std::string role;
+  std::string content;
+};
+
+std::string request_body(const Config& cfg, const std::vector<Message>& messages) {
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  w.StartObject();
+  w.Key("model");
+  w.String(cfg.model.c_str());
+  w.Key("messages");
+  w.StartArray();
+  for (const auto& m : messages) {
+    w.StartObject();
+    w.Key("role");
+    w.String(m.role.c_str());
+    w.Key("content");
+    w.String(m.content.c_str());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("max_tokens");
+  w.Int(cfg.max_tokens);
+  w.Key("stream");
+  w.Bool(cfg.stream);
+  if (cfg.stream) {
+    w.Key("stream_options");
+    w.StartObject();
+    w.Key("include_usage");
+    w.Bool(true);
+    w.EndObject();
+  }
+  w.EndObject();
+  return sb.GetString();
+}
+
+std::optional<int> rank_of(const rapidjson::Document& d) {
+  if (d.IsObject() && d.HasMember("served_by_rank") && d["served_by_rank"].IsInt()) return d["served_by_rank"].GetInt();
+  return std::nullopt;
+}
+
+// One chat turn; fills `rec` and returns the assistant's reply.
+std::string run_turn(httplib::Client& cli, const Config& cfg, const std::string& session,
+                     const std::vector<Message>& messages, Record& rec) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = cfg.url.base_path + "/v1/chat/completions";
+  req.headers.emplace("X-Session-ID", session);
+  req.headers.emplace("Content-Type", "application/json");
+  if (cfg.stream) req.headers.emplace("Accept", "text/event-stream");
+  req.body = request_body(cfg, messages);
+
+  std::string body;
+  std::string reply;
+  bool done_marker = false;
+  std::string stream_error;
+  ixfake::SseParser sse;
+  double t0 = now_s();
+  httplib::Response res;
+  req.content_receiver = [&](const char* data, std::size_t len, std::uint64_t, std::uint64_t) {
+    if (!cfg.stream || res.status != 200) {
+      body.append(data, len);
+      return true;
+    }
+    for (const std::string& event : sse.feed(std::string_view(data, len))) {
+      if (event == "[DONE]") {
+        done_marker = true;
+        continue;
+      }
+      rapidjson::Document d;
+      d.Parse(event.c_str());
+      if (d.HasParseError() || !d.IsObject()) {
+        stream_error = "a stream chunk is not JSON: " + event.substr(0, 200);
+        continue;
+      }
+      if (d.HasMember("error")) {
+        stream_error = "error in stream: " + event.substr(0, 200);
+        continue;
+      }
+      if (auto r = rank_of(d)) rec.rank = *r;
+      if (d.HasMember("choices") && d["choices"].IsArray()) {
+        for (const auto& ch : d["choices"].GetArray()) {
+          if (!ch.IsObject() || !ch.HasMember("delta") || !ch["delta"].IsObject()) continue;
+          const auto& delta = ch["delta"];
+          if (delta.HasMember("content") && delta["content"].IsString() && delta["content"].GetStringLength() > 0) {
+            if (!rec.ttft_ms) rec.ttft_ms = (now_s() - t0) * 1000.0;
+            reply += delta["content"].GetString();
+          }
+        }
+      }
+      if (d.HasMember("usage") && d["usage"].IsObject() && d["usage"].HasMember("completion_tokens") &&
+          d["usage"]["completion_tokens"].IsInt()) {
+        rec.completion_tokens = d["usage"]["completion_tokens"].GetInt();
+      }
+    }
+    return true;
+  };
+  req.response_handler = [&](const httplib::Response& r) {
+    res.status = r.status;
+    return true;
+  };
+  httplib::Error err = httplib::Error::Success;
+  httplib::Response full;
+  bool ok = cli.send(req, full, err);
+  rec.latency_ms = (now_s() - t0) * 1000.0;
+  if (!ok) {
+    rec.status = res.status > 0 ? res.status : 0;
+    rec.error = "request failed: " + httplib::to_string(err);
+    return {};
+  }
+  rec.status = full.status;
+  if (!rec.rank && full.has_header("X-Served-By-Rank")) {
+    if (auto r = ixfake::parse_int(full.get_header_value("X-Served-By-Rank"), 0, 1 << 20)) {
+      rec.rank = static_cast<int>(*r);
+    }
+  }
+  if (full.status != 200) {
+    rec.error = strprintf("HTTP %d: %s", full.status, body.substr(0, 300).c_str());
+    return {};
+  }
+  if (cfg.stream) {
+    if (!stream_error.empty()) {
+      rec.error = stream_error;
+    } else if (!done_marker) {
+      rec.error = "the stream ended without data: [DONE]";
+    }
+    return reply;
+  }
+  rapidjson::Document d;
+  d.Parse(body.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("choices") || !d["choices"].IsArray() ||
+      d["choices"].Empty()) {
+    rec.error = "the response is not a chat completion: " + body.substr(0, 200);
+    return {};
+  }
+  if (auto r = rank_of(d)) rec.rank = *r;
+  rec.ttft_ms = rec.latency_ms;
+  const auto& choice = d["choices"][0];
+  if (choice.HasMember("message") && choice["message"].IsObject() && choice["message"].HasMember("content") &&
+      choice["message"]["content"].IsString()) {
+    reply = choice["message"]["content"].GetString();
+  }
+  if (d.HasMember("usage") && d["usage"].IsObject() && d["usage"].HasMember("completion_tokens") &&
+      d["usage"]["completion_tokens"].IsInt()) {
+    rec.completion_tokens = d["usage"]["completion_tokens"].GetInt();
+  }
+  return reply;
+}
+
+// GET /v1/models: the first model id, or an error message in `error`.
+std::string discover_model(const Config& cfg, std::string& error) {
+  auto cli = make_client(cfg);
+  auto res = cli->Get(cfg.url.base_path + "/v1/models");
+  if (!res) {
+    error = "GET " + cfg.endpoint + "/v1/models failed: " + httplib::to_string(res.error());
+    return {};
+  }
+  if (res->status != 200) {
+    error = strprintf("GET %s/v1/models answered HTTP %d: %s", cfg.endpoint.c_str(), res->status,
+                      res->body.substr(0, 200).c_str());
+    return {};
+  }
+  rapidjson::Document d;
+  d.Parse(res->body.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("data") || !d["data"].IsArray() || d["data"].Empty() ||
+      !d["data"][0].IsObject() || !d["data"][0].HasMember("id") || !d["data"][0]["id"].IsString()) {
+    error = "GET " + cfg.endpoint + "/v1/models lists no model: " + res->body.substr(0, 200);
+    return {};
+  }
+  return d["data"][0]["id"].GetString();
+}
+
+std::string result_json(const Config& cfg, const std::vector<Record>& records, double wall_s) {
+  rapidjson::StringBuffer sb;
+  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(sb);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("endpoint");
+  w.String(cfg.endpoint.c_str());
+  w.Key("model");
+  w.String(cfg.model.c_str());
+  w.Key("sessions");
+  w.Int(cfg.sessions);
+  w.Key("turns");
+  w.Int(cfg.turns);
+  w.Key("concurrency");
+  w.Int(cfg.concurrency);
+  w.Key("stream");
+  w.Bool(cfg.stream);
+  w.Key("x_session_id_header");
+  w.Bool(true);
+  w.Key("requests");
+  w.StartArray();
+  std::vector<double> latencies;
+  std::vector<double> ttfts;
+  std::set<int> ranks;
+  std::map<std::string, std::set<int>> session_ranks;
+  int failed = 0;
+  for (const auto& r : records) {
+    w.StartObject();
+    w.Key("session");
+    w.String(r.session.c_str());
+    w.Key("turn");
+    w.Int(r.turn);
+    w.Key("latency_ms");
+    w.Double(r.latency_ms);
+    w.Key("ttft_ms");
+    if (r.ttft_ms) {
+      w.Double(*r.ttft_ms);
+    } else {
+      w.Null();
+    }
+    w.Key("rank");
+    if (r.rank) {
+      w.Int(*r.rank);
+    } else {
+      w.Null();
+    }
+    w.Key("status");
+    w.Int(r.status);
+    w.Key("completion_tokens");
+    w.Int(r.completion_tokens);
+    if (!r.error.empty()) {
+      w.Key("error");
+      w.String(r.error.c_str());
+    }
+    w.EndObject();
+    if (!r.error.empty()) {
+      ++failed;
+      continue;
+    }
+    latencies.push_back(r.latency_ms);
+    if (r.ttft_ms) ttfts.push_back(*r.ttft_ms);
+    if (r.rank) {
+      ranks.insert(*r.rank);
+      session_ranks[r.session].insert(*r.rank);
+    } else {
+      session_ranks[r.session].insert(-1);
+    }
+  }
+  w.EndArray();
+  bool one_rank = !session_ranks.empty() && std::all_of(session_ranks.begin(), session_ranks.end(), [](const auto& kv) {
+    return kv.second.size() == 1 && *kv.second.begin() >= 0;
+  });
+  auto opt = [&](const char* key, std::optional<double> v) {
+    w.Key(key);
+    if (v) {
+      w.Double(*v);
+    } else {
+      w.Null();
+    }
+  };
+  w.Key("summary");
+  w.StartObject();
+  w.Key("requests");
+  w.Int(static_cast<int>(records.size()));
+  w.Key("failed");
+  w.Int(failed);
+  opt("p50_ms", ixfake::percentile(latencies, 50));
+  opt("p99_ms", ixfake::percentile(latencies, 99));
+  opt("ttft_p50_ms", ixfake::percentile(ttfts, 50));
+  opt("ttft_p99_ms", ixfake::percentile(ttfts, 99));
+  w.Key("wall_s");
+  w.Double(wall_s);
+  w.Key("ranks_used");
+  w.StartArray();
+  for (int r : ranks) w.Int(r);
+  w.EndArray();
+  w.Key("session_ranks");
+  w.StartObject();
+  for (const auto& [s, rs] : session_ranks) {
+    w.Key(s.c_str());
+    w.StartArray();
+    for (int r : rs) {
+      if (r >= 0) {
+        w.Int(r);
+      } else {
+        w.Null();
+      }
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+  w.Key("sessions_on_one_rank");
+  w.Bool(one_rank);
+  w.EndObject();
+  w.EndObject();
+  return std::string(sb.GetString()) + "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);
+  ixfake::set_log_tag("ix-fake-client");
+  Config cfg = parse_config(argc, argv);
+  if (cfg.model.empty()) {
+    std::string error;
+    cfg.model = discover_model(cfg, error);
+    if (cfg.model.empty()) {
+      std::fprintf(stderr, "ix-fake-client: %s\n", error.c_str());
+      return 1;
+    }
+  }
+  ixfake::logf("endpoint %s, model '%s': %d sessions x %d turns, concurrency %d, %s%s", cfg.endpoint.c_str(),
+               cfg.model.c_str(), cfg.sessions, cfg.turns, cfg.concurrency, cfg.stream ? "streaming" : "not streaming",
+               cfg.aiperf_session_header_var ? "" : " (X-Session-ID is sent even without AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID=1)");
+
+  std::mutex m;
+  std::vector<Record> records;
+  std::atomic<int> next_session{0};
+  std::atomic<bool> stop{false};
+  double t0 = now_s();
+  int workers = std::min(cfg.concurrency, cfg.sessions);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < workers; ++t) {
+    threads.emplace_back([&] {
+      auto cli = make_client(cfg);
+      for (;;) {
+        int s = next_session.fetch_add(1);
+        if (s >= cfg.sessions || stop.load()) return;
+        std::string session = cfg.session_prefix + std::to_string(s);
+        std::vector<Message> history;
+        for (int turn = 0; turn < cfg.turns && !stop.load(); ++turn) {
+          history.push_back({"user", strprintf("Session %s, turn %d: tell me something short.", session.c_str(), turn)});
+          Record rec;
+          rec.session = session;
+          rec.turn = turn;
+          std::string reply = run_turn(*cli, cfg, session, history, rec);
+          bool failed = !rec.error.empty();
+          {
+            std::lock_guard<std::mutex> lock(m);
+            records.push_back(rec);
+          }
+          if (failed) {
+            ixfake::logf("session %s turn %d failed: %s", session.c_str(), turn, rec.error.c_str());
+            if (!cfg.keep_going) stop.store(true);
+            break;  // the rest of this conversation has no history to build on
+          }
+          history.push_back({"assistant", reply});
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  double wall = now_s() - t0;
+  std::sort(records.begin(), records.end(), [](const Record& a, const Record& b) {
+    return a.session.size() != b.session.size() ? a.session.size() < b.session.size()
+           : a.session != b.session             ? a.session < b.session
+                                                : a.turn < b.turn;
+  });
+
+  std::string json = result_json(cfg, records, wall);
+  if (std::string err = ixfake::write_file_atomic(cfg.out, json); !err.empty()) {
+    std::fprintf(stderr, "ix-fake-client: cannot write the result: %s\n", err.c_str());
+    return 1;
+  }
+  int failed = 0;
+  const Record* first_failure = nullptr;
+  std::set<int> ranks;
+  for (const auto& r : records) {
+    if (!r.error.empty()) {
+      ++failed;
+      if (first_failure == nullptr) first_failure = &r;
+    } else if (r.rank) {
+      ranks.insert(*r.rank);
+    }
+  }
+  ixfake::logf("%zu requests, %d failed, %zu ranks used, %.3f s; result in %s", records.size(), failed, ranks.size(),
+               wall, cfg.out.c_str());
+  int expected = cfg.sessions * cfg.turns;
+  if (failed > 0) {
+    std::fprintf(stderr, "ix-fake-client: %d of %zu requests failed against %s; first: session %s turn %d: %s\n",
+                 failed, records.size(), cfg.endpoint.c_str(), first_failure->session.c_str(), first_failure->turn,
+                 first_failure->error.c_str());
+    return 1;
+  }
+  if (static_cast<int>(records.size()) != expected) {
+    std::fprintf(stderr, "ix-fake-client: only %zu of %d requests ran\n", records.size(), expected);
+    return 1;
+  }
+  return 0;
+}

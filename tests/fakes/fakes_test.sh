@@ -1,0 +1,388 @@
+#!/usr/bin/env bash
+# Process-level test of the test doubles (tests/fakes/README.md): fake vllm
+# readiness, EngineCore children, fault switches, SIGTERM cleanup, and the
+# fake vllm-router's session affinity driven by ix-fake-client.
+# Usage: fakes_test.sh BIN_DIR   (the directory holding vllm, vllm-router, ix-fake-client)
+# `check && check || fail` is meant: fail when either check fails.
+# shellcheck disable=SC2015
+set -euo pipefail
+
+BIN=${1:?usage: fakes_test.sh BIN_DIR}
+for tool in curl ps python3; do
+  command -v "$tool" >/dev/null || { echo "fakes_test.sh: needs $tool" >&2; exit 1; }
+done
+TMP=$(mktemp -d /tmp/ix-fakes-test.XXXXXX)
+PIDS=()
+exec 9>&2  # failures go here, also while stderr is muted
+FAILED=0
+
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  if [[ $FAILED -eq 0 ]]; then rm -rf "$TMP"; else echo "logs kept in $TMP" >&9; fi
+}
+trap cleanup EXIT
+
+fail() {
+  FAILED=1
+  echo "FAIL: $*" >&9
+  local f
+  for f in "$TMP"/*.log; do
+    [[ -e $f ]] || continue
+    echo "---- $f (last 15 lines)" >&9
+    tail -n 15 "$f" >&9
+  done
+  exit 1
+}
+ok() { echo "ok: $*"; }
+
+# A port in 24000-24999 (outside the ephemeral range) that binds right now.
+free_port() {
+  python3 - <<'EOF'
+import random, socket
+for _ in range(200):
+    p = random.randint(24000, 24999)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("no free port in 24000-24999")
+EOF
+}
+
+# start NAME [ENV=VAL...] PROGRAM ARGS...: runs in the background, logs to $TMP/NAME.log, sets PID.
+start() {
+  local name=$1
+  shift
+  env "$@" >"$TMP/$name.log" 2>&1 &
+  PID=$!
+  PIDS+=("$PID")
+}
+
+# Alive and not a zombie.
+alive() {
+  local st
+  st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  [[ -n $st && $st != Z* ]]
+}
+
+children() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' || true; }
+child_comms() { ps -o comm= --ppid "$1" 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//' || true; }
+
+# probe URL [CURL_ARGS...]: sets CODE (the status, 000 without a response) and CURL_RC.
+probe() {
+  local url=$1
+  shift
+  CURL_RC=0
+  CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" "$url") || CURL_RC=$?
+}
+# http_code URL [CURL_ARGS...]: prints the status code.
+http_code() {
+  probe "$@"
+  echo "$CODE"
+}
+refused() {  # refused URL: the connection is refused (nothing listens)
+  probe "$1"
+  [[ $CODE == 000 && $CURL_RC -eq 7 ]]
+}
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((10#$t / 1000)); }
+
+wait_for() {  # wait_for SECONDS COMMAND...: polls every 20 ms until COMMAND succeeds
+  local end=$(($(now_ms) + $1 * 1000))
+  shift
+  until "$@"; do
+    (($(now_ms) < end)) || return 1
+    sleep 0.02
+  done
+}
+
+is_code() { [[ $(http_code "$1") == "$2" ]]; }
+dead() { ! alive "$1"; }
+n_children() { [[ $(children "$1" | wc -l) -eq $2 ]]; }
+
+# wait_exit PID SECONDS: waits for the process to end, sets RC to its status.
+wait_exit() {
+  wait_for "$2" dead "$1" || fail "pid $1 still alive after $2 s"
+  RC=0
+  wait "$1" || RC=$?
+}
+
+# all_gone PIDS...: every listed process is gone (or a zombie) within 2 s.
+all_gone() {
+  local p
+  for p in "$@"; do
+    wait_for 2 dead "$p" || fail "process $p ($(ps -o comm= -p "$p")) outlived its parent"
+  done
+}
+
+pyjson() {  # pyjson FILE EXPR [ARGS...]: EXPR over d (the JSON) and args must be true
+  local file=$1 expr=$2
+  shift 2
+  python3 - "$file" "$expr" "$@" <<'EOF' || return 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+args = sys.argv[3:]
+sys.exit(0 if eval(sys.argv[2]) else 1)
+EOF
+}
+
+VLLM=$BIN/vllm
+ROUTER=$BIN/vllm-router
+CLIENT=$BIN/ix-fake-client
+mkdir -p "$TMP/rec"
+export FAKE_VLLM_RECORD_DIR=$TMP/rec  # every fake engine records here, not in the working directory
+
+# ---------------------------------------------------------------- readiness
+E=$(free_port)
+ARGV=("$VLLM" serve /models/test --served-model-name test-model --host 127.0.0.1 --port "$E"
+      --data-parallel-size 4 --enable-expert-parallel --engram-config '{"cpu_offload":true}'
+      --max-model-len 1048576 --disable-uvicorn-access-log)
+start engine FAKE_VLLM_START_DELAY_S=1.5 X_MARK=fakes-test "${ARGV[@]}"
+ENGINE=$PID
+wait_for 2 n_children "$ENGINE" 4 || fail "no 4 EngineCore children: $(child_comms "$ENGINE")"
+[[ $(child_comms "$ENGINE") == "EngineCore_DP0 EngineCore_DP1 EngineCore_DP2 EngineCore_DP3" ]] ||
+  fail "EngineCore names: $(child_comms "$ENGINE")"
+ok "--data-parallel-size 4 forks EngineCore_DP0..3"
+refused "http://127.0.0.1:$E/health" || fail "expected connection refused before ready, got $CODE (curl $CURL_RC)"
+ok "connection refused before ready"
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "/health never 200"
+ok "/health 200 once ready"
+curl -s "http://127.0.0.1:$E/v1/models" >"$TMP/models.json"
+pyjson "$TMP/models.json" 'd["object"] == "list" and d["data"][0]["id"] == "test-model" and d["data"][0]["owned_by"] == "vllm" and d["data"][0]["max_model_len"] == 1048576' ||
+  fail "/v1/models: $(cat "$TMP/models.json")"
+ok "/v1/models lists the served model name"
+REC=$TMP/rec/vllm-$ENGINE.json
+[[ -f $REC ]] || fail "no record $REC"
+pyjson "$REC" 'd["argv"] == args and d["pid"] == int(d["pid"]) and d["env"].get("X_MARK") == "fakes-test" and len(d["engine_cores"]) == 4' "${ARGV[@]}" ||
+  fail "record $REC does not hold the exact argv/env"
+ok "argv (exactly as given) and environment recorded"
+
+curl -s -D "$TMP/h.txt" -H 'X-data-parallel-rank: 2' "http://127.0.0.1:$E/v1/chat/completions" \
+  -d '{"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":5}' >"$TMP/chat.json"
+grep -qi '^X-Served-By-Rank: 2' "$TMP/h.txt" || fail "no X-Served-By-Rank: 2 header"
+pyjson "$TMP/chat.json" 'd["served_by_rank"] == 2 and d["object"] == "chat.completion" and d["usage"]["completion_tokens"] == len(d["choices"][0]["message"]["content"].split())' ||
+  fail "chat completion: $(cat "$TMP/chat.json")"
+curl -s -N "http://127.0.0.1:$E/v1/completions" -d '{"prompt":"hello there","stream":true}' >"$TMP/sse.txt"
+python3 - "$TMP/sse.txt" <<'EOF' || fail "completion stream: $(head -c 600 "$TMP/sse.txt")"
+import json, sys
+events = [e for e in open(sys.argv[1]).read().split("\n\n") if e]
+assert events[-1] == "data: [DONE]", events[-1]
+chunks = [json.loads(e[len("data: "):]) for e in events[:-1]]
+assert all(c["served_by_rank"] == 0 for c in chunks)
+assert chunks[-1]["usage"]["completion_tokens"] > 0
+assert "".join(c["choices"][0]["text"] for c in chunks if c["choices"]).strip()
+EOF
+[[ $(http_code "http://127.0.0.1:$E/v1/chat/completions" -H 'X-data-parallel-rank: 9' -d '{"messages":[{"role":"user","content":"x"}]}') == 400 ]] ||
+  fail "rank 9 of 4 should be 400, got $CODE"
+[[ $(http_code "http://127.0.0.1:$E/v1/chat/completions" -d '{"model":"other","messages":[{"role":"user","content":"x"}]}') == 404 ]] ||
+  fail "unknown model should be 404, got $CODE"
+ok "completions (plain and SSE) say which rank served them"
+curl -s "http://127.0.0.1:$E/metrics" >"$TMP/metrics.txt"
+for m in 'vllm:num_requests_running{engine="3",model_name="test-model"}' 'vllm:generation_tokens_total{' \
+         'vllm:prompt_tokens_total{' 'vllm:e2e_request_latency_seconds_count{engine="2"' 'vllm:num_requests_waiting{'; do
+  grep -qF "$m" "$TMP/metrics.txt" || fail "/metrics lacks $m"
+done
+ok "/metrics has vllm: names"
+
+start dup "$VLLM" serve /m --host 127.0.0.1 --port "$E"
+wait_exit "$PID" 3
+[[ $RC -eq 1 ]] || fail "a second server on port $E exited $RC, expected 1"
+ok "a second server on a taken port exits 1 at once"
+
+KIDS=$(children "$ENGINE")
+T0=$(now_ms)
+kill -TERM "$ENGINE"
+wait_exit "$ENGINE" 3
+[[ $RC -eq 0 ]] || fail "SIGTERM: exit status $RC"
+# shellcheck disable=SC2086
+all_gone $KIDS
+ok "SIGTERM stops the server and its EngineCores in $(($(now_ms) - T0)) ms"
+
+# ------------------------------------------------------------------- faults
+E=$(free_port)
+start crash FAKE_VLLM_CRASH_ENGINE_AFTER_S=0.3 "$VLLM" serve /m --host 127.0.0.1 --port "$E" --data-parallel-size 4
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "crash: never ready"
+wait_for 3 n_children "$ENGINE" 3 || fail "crash: still $(children "$ENGINE" | wc -l) EngineCores"
+[[ $(child_comms "$ENGINE") == "EngineCore_DP0 EngineCore_DP1 EngineCore_DP2" ]] || fail "crash: $(child_comms "$ENGINE")"
+grep -q 'EngineCore_DP3 (pid [0-9]*) died unexpectedly: exit status 1' "$TMP/crash.log" || fail "crash: no exit status 1 logged"
+[[ $(http_code "http://127.0.0.1:$E/health") == 200 ]] || fail "crash: /health $CODE, expected the bug (200)"
+[[ $(http_code "http://127.0.0.1:$E/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}]}') == 200 ]] ||
+  fail "crash: completion $CODE"
+alive "$ENGINE" || fail "crash: the API server died"
+ok "FAKE_VLLM_CRASH_ENGINE_AFTER_S: EngineCore_DP3 exits 1, /health still 200"
+KIDS=$(children "$ENGINE")
+kill -TERM "$ENGINE"
+wait_exit "$ENGINE" 3
+# shellcheck disable=SC2086
+all_gone $KIDS
+
+E=$(free_port)
+start exit0 FAKE_VLLM_EXIT0_AFTER_S=0.3 "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 2
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "exit0: never ready"
+KIDS=$(children "$ENGINE")
+[[ $(echo "$KIDS" | wc -w) -eq 2 ]] || fail "exit0: -dp 2 gave $(child_comms "$ENGINE")"
+wait_exit "$ENGINE" 3
+[[ $RC -eq 0 ]] || fail "exit0: status $RC"
+# shellcheck disable=SC2086
+all_gone $KIDS
+ok "FAKE_VLLM_EXIT0_AFTER_S: the API server exits 0 and takes its EngineCores"
+
+E=$(free_port)
+start hang FAKE_VLLM_HANG_AFTER_S=0.3 "$VLLM" serve /m --host 127.0.0.1 --port "$E"
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "hang: never ready"
+sleep 0.4
+CURL_RC=0
+curl -s -o /dev/null --max-time 0.5 "http://127.0.0.1:$E/health" || CURL_RC=$?
+[[ $CURL_RC -eq 28 ]] || fail "hang: /health did not time out (curl $CURL_RC)"
+alive "$ENGINE" || fail "hang: the process died"
+KIDS=$(children "$ENGINE")
+kill -TERM "$ENGINE"
+wait_exit "$ENGINE" 2
+# shellcheck disable=SC2086
+all_gone $KIDS
+ok "FAKE_VLLM_HANG_AFTER_S: requests block, the process lives, SIGTERM still stops it"
+
+E=$(free_port)
+start never FAKE_VLLM_NEVER_READY=1 "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 2
+ENGINE=$PID
+sleep 0.5
+refused "http://127.0.0.1:$E/health" || fail "never ready: got $CODE (curl $CURL_RC)"
+alive "$ENGINE" && n_children "$ENGINE" 2 || fail "never ready: process or EngineCores missing"
+KIDS=$(children "$ENGINE")
+kill -TERM "$ENGINE"
+wait_exit "$ENGINE" 2
+# shellcheck disable=SC2086
+all_gone $KIDS
+ok "FAKE_VLLM_NEVER_READY: refused forever, SIGTERM stops it"
+
+E=$(free_port)
+start killed "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 3
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "kill -9: never ready"
+KIDS=$(children "$ENGINE")
+exec 2>/dev/null  # bash reports the SIGKILLed job ("Killed") on stderr
+kill -KILL "$ENGINE"
+wait_exit "$ENGINE" 2
+# shellcheck disable=SC2086
+all_gone $KIDS
+exec 2>&9
+ok "SIGKILL of the API server takes its EngineCores along (PR_SET_PDEATHSIG)"
+
+E=$(free_port)
+start onlyif FAKE_VLLM_NEVER_READY=1 FAKE_VLLM_FAULT_ONLY_IF_ARG=512 \
+  "$VLLM" serve /m --host 127.0.0.1 --port "$E" --max-cudagraph-capture-size 256
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "FAULT_ONLY_IF_ARG: a non-matching argv must become ready"
+[[ $(child_comms "$ENGINE") == "EngineCore_DP0" ]] || fail "dp 1: $(child_comms "$ENGINE")"
+kill -TERM "$ENGINE"
+wait_exit "$ENGINE" 2
+E=$(free_port)
+start onlyif2 FAKE_VLLM_NEVER_READY=1 FAKE_VLLM_FAULT_ONLY_IF_ARG=512 \
+  "$VLLM" serve /m --host 127.0.0.1 --port "$E" --max-cudagraph-capture-size 512
+ENGINE=$PID
+sleep 0.3
+refused "http://127.0.0.1:$E/health" || fail "FAULT_ONLY_IF_ARG: a matching argv must never be ready"
+kill -TERM "$ENGINE"
+wait_exit "$ENGINE" 2
+ok "FAKE_VLLM_FAULT_ONLY_IF_ARG picks the matrix entry; DP 1 still has EngineCore_DP0"
+
+# ------------------------------------------------------- router and client
+E=$(free_port)
+P=$(free_port)
+M=$(free_port)
+start rengine "$VLLM" serve /models/test --served-model-name test-model --host 0.0.0.0 --port "$E" \
+  --tensor-parallel-size 1 --data-parallel-size 4 --enable-expert-parallel
+ENGINE=$PID
+start router "$ROUTER" --worker-urls "http://localhost:$E" --policy consistent_hash --intra-node-data-parallel-size 4 \
+  --host 0.0.0.0 --port "$P" --prometheus-host 127.0.0.1 --prometheus-port "$M" --request-timeout-secs 14400 \
+  --disable-retries
+ROUTER_PID=$PID
+wait_for 5 is_code "http://127.0.0.1:$P/health" 200 || fail "router /health"
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "engine behind the router never ready"
+IX_ENDPOINT="http://localhost:$P" IX_CONC=4 AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID=1 \
+  "$CLIENT" --sessions 8 --turns 3 --out "$TMP/result.json" >"$TMP/client.log" 2>&1 || fail "client failed: $(cat "$TMP/client.log")"
+pyjson "$TMP/result.json" 'd["summary"]["requests"] == 24 and d["summary"]["failed"] == 0 and d["summary"]["sessions_on_one_rank"] and len(d["summary"]["ranks_used"]) > 1 and all(r["status"] == 200 and r["ttft_ms"] <= r["latency_ms"] for r in d["requests"])' ||
+  fail "affinity (stream): $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"])' "$TMP/result.json")"
+ok "router: every turn of a session on one rank, sessions spread over ranks $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["ranks_used"])' "$TMP/result.json") (SSE)"
+AIPERF_SERVER_URL="http://127.0.0.1:$P" "$CLIENT" --sessions 16 --turns 2 --concurrency 8 --no-stream --out "$TMP/result2.json" \
+  >"$TMP/client2.log" 2>&1 || fail "client --no-stream failed: $(cat "$TMP/client2.log")"
+pyjson "$TMP/result2.json" 'd["summary"]["requests"] == 32 and d["summary"]["sessions_on_one_rank"] and len(d["summary"]["ranks_used"]) > 1' ||
+  fail "affinity (plain)"
+ok "router: affinity holds without streaming too"
+curl -s "http://127.0.0.1:$M/metrics" >"$TMP/rmetrics.txt"
+grep -q '^vllm_router_requests_total{route="/v1/chat/completions"} 56$' "$TMP/rmetrics.txt" || fail "router metrics: $(head -5 "$TMP/rmetrics.txt")"
+grep -qF "vllm_router_processed_requests_total{worker=\"http://localhost:$E@" "$TMP/rmetrics.txt" || fail "router per-worker metrics"
+ok "router: Prometheus metrics on --prometheus-port"
+
+RC=0
+"$ROUTER" --worker-urls "http://localhost:$E" --policy consistent_hash --bogus-flag 1 >/dev/null 2>"$TMP/bad.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "unexpected argument '--bogus-flag'" "$TMP/bad.txt" || fail "router unknown flag: rc $RC"
+RC=0
+"$ROUTER" --worker-urls "http://localhost:$E" --policy round_robin >/dev/null 2>&1 || RC=$?
+[[ $RC -eq 2 ]] || fail "router --policy round_robin: rc $RC"
+ok "router: unknown flags and policies exit 2"
+
+KIDS=$(children "$ENGINE")
+kill -TERM "$ENGINE"
+wait_exit "$ENGINE" 3
+# shellcheck disable=SC2086
+all_gone $KIDS
+RC=0
+IX_ENDPOINT="http://127.0.0.1:$P" "$CLIENT" --model test-model --out "$TMP/result3.json" >"$TMP/client3.log" 2>"$TMP/client3.err" || RC=$?
+[[ $RC -eq 1 ]] && grep -q "requests failed" "$TMP/client3.err" || fail "client against a dead engine: rc $RC"
+pyjson "$TMP/result3.json" 'd["summary"]["failed"] >= 1 and d["requests"][0]["status"] == 502' || fail "client result for a dead engine"
+ok "client exits 1 with a clear line when the server is gone: $(head -c 120 "$TMP/client3.err")"
+kill -TERM "$ROUTER_PID"
+wait_exit "$ROUTER_PID" 2
+[[ $RC -eq 0 ]] && refused "http://127.0.0.1:$P/health" || fail "router SIGTERM: status $RC"
+ok "router: SIGTERM stops it"
+
+# External load balancing: one process per rank, one worker URL each.
+E0=$(free_port)
+E1=$(free_port)
+P=$(free_port)
+M=$(free_port)
+RPC=$(free_port)
+start rank0 "$VLLM" serve /m --served-model-name m --host 127.0.0.1 --port "$E0" --data-parallel-size 2 \
+  --data-parallel-rank 0 --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$RPC"
+R0=$PID
+start rank1 "$VLLM" serve /m --served-model-name m --host 127.0.0.1 --port "$E1" --data-parallel-size 2 \
+  --data-parallel-rank 1 --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$RPC"
+R1=$PID
+start router2 FAKE_ROUTER_EXIT_AFTER_S=3 "$ROUTER" --worker-urls "http://127.0.0.1:$E0" "http://127.0.0.1:$E1" \
+  --policy consistent_hash --host 127.0.0.1 --port "$P" --prometheus-port "$M"
+ROUTER_PID=$PID
+wait_for 5 is_code "http://127.0.0.1:$E0/health" 200 || fail "rank 0 never ready"
+wait_for 5 is_code "http://127.0.0.1:$E1/health" 200 || fail "rank 1 never ready"
+wait_for 5 is_code "http://127.0.0.1:$P/health" 200 || fail "router2 /health"
+[[ $(child_comms "$R0") == EngineCore_DP0 && $(child_comms "$R1") == EngineCore_DP1 ]] ||
+  fail "--data-parallel-rank: $(child_comms "$R0") / $(child_comms "$R1")"
+IX_ENDPOINT="http://127.0.0.1:$P" "$CLIENT" --sessions 8 --turns 2 --out "$TMP/result4.json" >"$TMP/client4.log" 2>&1 ||
+  fail "client (external LB) failed: $(cat "$TMP/client4.log")"
+pyjson "$TMP/result4.json" 'd["summary"]["ranks_used"] == [0, 1] and d["summary"]["sessions_on_one_rank"]' || fail "external LB affinity"
+ok "--data-parallel-rank: one EngineCore_DP<r> per process, the router spreads sessions over both"
+wait_exit "$ROUTER_PID" 4
+[[ $RC -eq 1 ]] || fail "FAKE_ROUTER_EXIT_AFTER_S: status $RC"
+ok "FAKE_ROUTER_EXIT_AFTER_S: the router exits 1"
+KIDS="$(children "$R0") $(children "$R1")"
+kill -TERM "$R0" "$R1"
+wait_exit "$R0" 3
+wait_exit "$R1" 3
+# shellcheck disable=SC2086
+all_gone $KIDS
+
+for p in "${PIDS[@]}"; do
+  alive "$p" && fail "process $p is left over"
+done
+ok "no process left"
+echo "fakes_test.sh: all passed"
