@@ -1,0 +1,101 @@
+// Readiness: HTTP probes that say whether a server answers (`/health` with
+// 200) and serves a model (`/v1/models` with at least one entry), and a wait
+// that runs a process's checks in order, probing every few tens of
+// milliseconds until they pass, a deadline passes, or the caller says stop
+// (e.g. a watched process died). docs/PROCESS.md.
+//
+// Probes use libcurl with one reused handle (keep-alive), no proxy (the
+// step's own servers are local; http_proxy in the environment is ignored),
+// no redirects, short connect timeouts and no signals; no threads.
+// Connection refused is the normal "not yet".
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/launch_plan.h"
+#include "core/result.h"
+
+namespace ix {
+
+// Timeouts of one probe.
+struct ProbeOptions {
+  std::chrono::milliseconds timeout{2000};         // the whole request
+  std::chrono::milliseconds connect_timeout{250};  // connecting only (local servers)
+};
+
+// The outcome of one probe. `http_status` is 0 when no HTTP answer came
+// (connection refused, timeout); `detail` says what was seen when not ready
+// ("HTTP 503", "HTTP 200 but the model list is empty", curl's message).
+struct ProbeResult {
+  bool ready = false;
+  long http_status = 0;
+  std::string detail;
+};
+
+// Whether a /v1/models answer lists a model: status 200 and a JSON object
+// whose "data" is an array with at least one entry. Pure.
+ProbeResult EvaluateModels(long http_status, std::string_view body);
+
+// Runs one readiness check. Implementations must not throw.
+class ReadinessProber {
+ public:
+  virtual ~ReadinessProber() = default;
+  virtual ProbeResult Probe(const ReadinessCheck& check, const ProbeOptions& options) = 0;
+};
+
+// The real prober: one libcurl easy handle, reused across probes.
+// Invariant: handle_ is a valid CURL* or null (then every probe reports
+// that libcurl could not be initialised).
+class CurlProber final : public ReadinessProber {
+ public:
+  CurlProber();
+  ~CurlProber() override;
+  CurlProber(CurlProber&& other) noexcept;
+  CurlProber& operator=(CurlProber&& other) noexcept;
+  CurlProber(const CurlProber&) = delete;
+  CurlProber& operator=(const CurlProber&) = delete;
+
+  ProbeResult Probe(const ReadinessCheck& check, const ProbeOptions& options) override;
+  // GET `url`: 200 is ready.
+  ProbeResult HttpOk(const std::string& url, const ProbeOptions& options);
+  // GET `url`: 200 with a non-empty model list is ready (EvaluateModels).
+  ProbeResult ModelsNonEmpty(const std::string& url, const ProbeOptions& options);
+
+ private:
+  // Performs a GET; the body (capped at 4 MiB) goes to *body when given;
+  // *answered says whether a whole HTTP answer came back.
+  ProbeResult Get(const std::string& url, const ProbeOptions& options, std::string* body, bool* answered);
+  void* handle_ = nullptr;  // CURL*
+};
+
+// One-shot probes (a fresh handle each; prefer a CurlProber in loops).
+ProbeResult ProbeHttpOk(const std::string& url, std::chrono::milliseconds timeout);
+ProbeResult ProbeModelsNonEmpty(const std::string& url, std::chrono::milliseconds timeout);
+
+// How WaitReady waits. Invariant: interval > 0; `deadline` is required
+// (a default time_point is long past: one probe per check).
+struct WaitReadyOptions {
+  std::chrono::steady_clock::time_point deadline;  // give up after this
+  std::chrono::milliseconds interval{20};          // from one probe's start to the next
+  ProbeOptions probe;                              // each probe is also cut at the deadline
+  // Asked before every probe; a reason stops the wait (e.g. "engine (pid
+  // 12) exited with status 1"). Empty = never.
+  std::function<std::optional<std::string>()> abort;
+};
+
+// Runs `checks` in order: each is probed until it passes, then the next.
+// Every check is probed at least once, even past the deadline. Ok when all
+// pass; otherwise an Error naming the check, why the wait ended, the last
+// outcome and the time spent:
+// `readiness check 1 of 2 (http_ok http://127.0.0.1:8000/health) not ready
+// after 600.000 s (29817 probes); last: HTTP 503`.
+Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptions& options,
+                 ReadinessProber& prober);
+Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptions& options);
+
+}  // namespace ix
