@@ -14,6 +14,7 @@ extern "C" {
 
 #include "spank_plugin/plugin_args.h"
 #include "spank_plugin/srun_side.h"
+#include "spank_plugin/stepd_side.h"
 #include "spank_plugin/step_options.h"
 
 extern "C" {
@@ -34,7 +35,7 @@ struct PluginState {
 };
 PluginState g_state;
 
-enum OptionId { kArm = 1, kRecipe, kConc };
+enum OptionId { kArm = 1, kRecipe, kConc, kEvalOnly, kReadyTimeout, kPlacement };
 
 int OnOption(int val, const char* optarg, int /*remote*/) noexcept {
   try {
@@ -42,6 +43,18 @@ int OnOption(int val, const char* optarg, int /*remote*/) noexcept {
     switch (val) {
       case kArm: g_state.options.arm = value; break;
       case kRecipe: g_state.options.recipe = value; break;
+      case kEvalOnly: g_state.options.eval_only = true; break;
+      case kPlacement: g_state.options.placement = value; break;
+      case kReadyTimeout: {
+        ix::Result<int64_t> t = ix::ParseConcurrency(value);
+        if (!t) {
+          slurm_error("inferencex: --inferencex-ready-timeout=%s: expected a positive number of seconds",
+                      value.c_str());
+          return -1;
+        }
+        g_state.options.ready_timeout_s = t.value();
+        break;
+      }
       case kConc: {
         ix::Result<int64_t> conc = ix::ParseConcurrency(value);
         if (!conc) {
@@ -71,7 +84,30 @@ struct spank_option kOptions[] = {
      OnOption},
     {const_cast<char*>("inferencex-conc"), const_cast<char*>("N"),
      const_cast<char*>("InferenceX: client concurrency of the benchmark point"), 1, kConc, OnOption},
+    {const_cast<char*>("inferencex-eval-only"), nullptr,
+     const_cast<char*>("InferenceX: serve the eval-only (accuracy) variant"), 0, kEvalOnly, OnOption},
+    {const_cast<char*>("inferencex-ready-timeout"), const_cast<char*>("SECONDS"),
+     const_cast<char*>("InferenceX: how long the server may take to become ready (default 3600)"), 1,
+     kReadyTimeout, OnOption},
+    {const_cast<char*>("inferencex-placement"), const_cast<char*>("strict|warn"),
+     const_cast<char*>("InferenceX: refuse (strict, default) or only warn when NUMA/memory placement cannot be met"),
+     1, kPlacement, OnOption},
 };
+
+// Runs `hook` only in slurmstepd for a step that uses the plugin, catching
+// everything: no exception may cross into slurmstepd.
+template <class Hook>
+int RemoteHook(const char* name, Hook&& hook) {
+  try {
+    if (!g_state.options.Active() || spank_context() != S_CTX_REMOTE) return 0;
+    return hook();
+  } catch (const std::exception& e) {
+    slurm_error("inferencex: internal error in %s: %s", name, e.what());
+  } catch (...) {
+    slurm_error("inferencex: internal error in %s", name);
+  }
+  return -1;
+}
 
 }  // namespace
 
@@ -103,7 +139,7 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
   }
 }
 
-int slurm_spank_init_post_opt(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
+int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
   try {
     if (!g_state.options.Active()) return 0;
     const spank_context_t ctx = spank_context();
@@ -115,6 +151,7 @@ int slurm_spank_init_post_opt(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
     if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) {
       return ix::SrunInitPostOpt(g_state.args, g_state.options);
     }
+    if (ctx == S_CTX_REMOTE) return ix::StepdInitPostOpt(sp, g_state.args, g_state.options);
     return 0;
   } catch (const std::exception& e) {
     slurm_error("inferencex: internal error: %s", e.what());
@@ -123,6 +160,18 @@ int slurm_spank_init_post_opt(spank_t /*sp*/, int /*ac*/, char** /*av*/) {
     slurm_error("inferencex: internal error in slurm_spank_init_post_opt");
     return -1;
   }
+}
+
+int slurm_spank_task_init_privileged(spank_t sp, int /*ac*/, char** /*av*/) {
+  return RemoteHook("task_init_privileged", [&] { return ix::StepdTaskInitPrivileged(sp, g_state.args); });
+}
+
+int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
+  return RemoteHook("task_init", [&] { return ix::StepdTaskInit(sp); });
+}
+
+int slurm_spank_exit(spank_t sp, int /*ac*/, char** /*av*/) {
+  return RemoteHook("exit", [&] { return ix::StepdExit(sp, g_state.args); });
 }
 
 }  // extern "C"

@@ -57,6 +57,10 @@ Status ValidateStepOptions(const StepOptions& o, const std::string& recipe_dir) 
   RenderRequest req;
   req.arm = *o.arm;
   req.conc = *o.conc;
+  req.eval_only = o.eval_only;
+  if (o.placement && *o.placement != "strict" && *o.placement != "warn") {
+    return Error{"--inferencex-placement=" + *o.placement + ": allowed: strict, warn"};
+  }
   Result<LaunchPlan> plan = RenderDryRun(recipe.value(), req);
   if (!plan) return plan.error();
   return Ok{};

@@ -17,8 +17,11 @@ struct StepOptions {
   std::optional<std::string> arm;
   std::optional<std::string> recipe;
   std::optional<int64_t> conc;
+  bool eval_only = false;
+  std::optional<int64_t> ready_timeout_s;  // default: 3600
+  std::optional<std::string> placement;    // strict (default) | warn
 
-  bool Active() const { return arm || recipe || conc; }
+  bool Active() const { return arm || recipe || conc || eval_only || ready_timeout_s || placement; }
 };
 
 // Parses the value of --inferencex-conc.

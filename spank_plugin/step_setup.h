@@ -1,0 +1,47 @@
+// StepSetup: what the slurmstepd side of the plugin decides for one step
+// before any task starts — the plan with leased ports, the placement and the
+// per-process bindings — and what follows from it: the ix-stepd command
+// line and the variables exported to the tasks. Pure data and functions, so
+// they are tested without Slurm; stepd_side.cc does the Slurm calls.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/launch_plan.h"
+#include "core/binding.h"
+#include "core/placement.h"
+#include "core/result.h"
+
+namespace ix {
+
+struct StepSetup {
+  std::string step_id;  // "JOB.STEP"
+  std::string recipe_dir, recipe;
+  RenderRequest request;  // arm, conc, eval-only, leased ports
+  LaunchPlan plan;
+  std::vector<std::pair<std::string, BindingTarget>> bindings;
+  std::vector<std::string> placement_notes;  // problems accepted under warn
+  std::string run_dir;     // per-step state, owned by the job user
+  std::string result_dir;  // logs and failure.json
+  int ready_timeout_s = 3600;
+};
+
+// Bindings per started process from a placement: the engine runs all ranks,
+// so it is bound to the union of their CPUs and to their NUMA node when they
+// share one; ranks on several nodes are an Error (the engine layout cannot
+// bind per rank; never silently bind all ranks to one node). The router is
+// bound to rank 0's CPUs.
+Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const LaunchPlan& plan,
+                                                                       const Placement& placement);
+
+// argv of ix-stepd for this step (no shell).
+std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetup& setup,
+                                   int ready_fd, pid_t client_pid);
+
+// What the tasks get: IX_ENDPOINT, IX_PORT, IX_PORT_<NAME>, IX_RUN_DIR,
+// IX_RESULT_DIR, IX_STEP_RECIPE/ARM/CONC, then the plan's client environment.
+EnvList TaskEnvironment(const StepSetup& setup);
+
+}  // namespace ix

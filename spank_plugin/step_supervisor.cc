@@ -1,0 +1,242 @@
+#include "spank_plugin/step_supervisor.h"
+
+#include <fcntl.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <fstream>
+#include <memory>
+
+#include "core/file_text.h"
+#include "core/process.h"
+#include "core/process_watch.h"
+#include "core/readiness.h"
+#include "core/topology.h"
+
+namespace ix {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void WriteFileAtomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+  }
+  ::rename(tmp.c_str(), path.c_str());
+}
+
+void SetState(const SupervisorOptions& o, const std::string& state) {
+  if (!o.run_dir.empty()) WriteFileAtomic(o.run_dir + "/state", state + "\n");
+}
+
+void Report(int& fd, const std::string& line) {
+  if (fd < 0) return;
+  const std::string text = line + "\n";
+  (void)!::write(fd, text.data(), text.size());
+  ::close(fd);
+  fd = -1;
+}
+
+// One started process and what is known of it.
+struct Started {
+  const PlannedProcess* planned;
+  SpawnedProcess spawned;
+  std::string log_path;
+};
+
+}  // namespace
+
+std::string LogTail(const std::string& path, int lines) {
+  int err = 0;
+  const std::string text = ReadFileText(path, &err);
+  if (err) return "";
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  for (int n = 0; n < lines && pos > 0; ++n) {
+    const size_t nl = text.rfind('\n', pos - 1);
+    if (nl == std::string::npos) {
+      pos = 0;
+      break;
+    }
+    pos = nl;
+  }
+  return text.substr(pos == 0 ? 0 : pos + 1);
+}
+
+std::string FailureJson(const std::string& process, pid_t pid, const std::string& reason,
+                        const std::string& log_tail) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  w.StartObject();
+  w.Key("process"); w.String(process.c_str());
+  w.Key("pid"); w.Int(static_cast<int>(pid));
+  w.Key("reason"); w.String(reason.c_str());
+  w.Key("time"); w.String(when);
+  w.Key("log_tail"); w.String(log_tail.c_str());
+  w.EndObject();
+  return std::string(buf.GetString()) + "\n";
+}
+
+int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
+                  volatile const sig_atomic_t* stop_requested) {
+  int ready_fd = o.ready_fd;
+  std::vector<Started> started;
+  std::vector<ProcessId> known;  // descendants seen at readiness
+  std::string failed_process;
+  pid_t failed_pid = 0;
+  std::string failed_log;
+
+  auto stop_all = [&] {
+    std::vector<ProcessId> roots;
+    for (const auto& s : started) roots.push_back(s.spawned.id);
+    StopOptions so;
+    so.grace = o.stop_grace;
+    const StopReport r = StopTree(roots, known, so);
+    std::fprintf(stderr, "ix-stepd: %s\n", r.Summary().c_str());
+  };
+  bool ready = false;
+  auto fail = [&](const std::string& reason) {
+    // Before readiness the client has not started: task_init is waiting on
+    // ready_fd and reports the failure itself.
+    for (pid_t c : o.client_pids) {
+      if (ready && c > 1) ::kill(c, SIGKILL);
+    }
+    stop_all();
+    const std::string tail = failed_log.empty() ? "" : LogTail(failed_log, 50);
+    const std::string json = FailureJson(failed_process, failed_pid, reason, tail);
+    if (!o.run_dir.empty()) WriteFileAtomic(o.run_dir + "/failure.json", json);
+    if (!o.result_dir.empty()) WriteFileAtomic(o.result_dir + "/failure.json", json);
+    SetState(o, "failed");
+    std::fprintf(stderr, "ix-stepd: step failed: %s\n", reason.c_str());
+    Report(ready_fd, "failed: " + reason);
+    return 1;
+  };
+
+  Result<ProcessWatch> watch_r = ProcessWatch::Create();
+  if (!watch_r) return fail(watch_r.error().message);
+  ProcessWatch watch = std::move(watch_r).value();
+
+  Result<Topology> machine = Topology{};
+  if (!o.bindings.empty()) machine = DiscoverTopology();
+  const std::vector<std::string> base_env = CurrentEnvironment();
+  SetState(o, "starting");
+  std::vector<std::unique_ptr<PreparedBinding>> prepared;
+  for (const PlannedProcess& p : plan.processes) {
+    SpawnSpec spec;
+    spec.name = p.name;
+    spec.argv = p.argv;
+    spec.env = BuildEnvironment(base_env, p.env);
+    spec.log_path = o.result_dir.empty() ? "" : o.result_dir + "/" + p.log;
+    for (const auto& [name, target] : o.bindings) {
+      if (name != p.name || !machine) continue;
+      prepared.push_back(std::make_unique<PreparedBinding>(PreparedBinding::Prepare(target, machine.value())));
+      for (const auto& n : prepared.back()->notes()) std::fprintf(stderr, "ix-stepd: %s: %s\n", p.name.c_str(), n.c_str());
+      spec.binding = prepared.back().get();
+      spec.binding_best_effort = true;
+    }
+    Result<SpawnedProcess> s = Spawn(spec);
+    if (!s) {
+      failed_process = p.name;
+      return fail(s.error().message);
+    }
+    started.push_back(Started{&p, s.value(), spec.log_path});
+    if (Status a = watch.AddChild(s.value().id, p.name); !a) return fail(a.error().message);
+    std::fprintf(stderr, "ix-stepd: started %s (pid %d)\n", p.name.c_str(), static_cast<int>(s.value().id.pid));
+  }
+
+  // Readiness, process by process, in plan order (engine, then router).
+  CurlProber prober;
+  std::optional<ProcessExit> early;
+  const auto deadline = Clock::now() + o.ready_timeout;
+  for (const Started& s : started) {
+    WaitReadyOptions wo;
+    wo.deadline = deadline;
+    wo.interval = o.probe_interval;
+    wo.abort = [&]() -> std::optional<std::string> {
+      if (*stop_requested) return std::string("stop requested");
+      Result<std::optional<ProcessExit>> e = watch.Wait(std::chrono::milliseconds(0));
+      if (e && e.value()) {
+        early = e.value();
+        return e.value()->Describe();
+      }
+      return std::nullopt;
+    };
+    Status r = WaitReady(s.planned->readiness, wo, prober);
+    if (!r) {
+      if (*stop_requested) {
+        stop_all();
+        return 0;
+      }
+      failed_process = early ? early->label : s.planned->name;
+      failed_pid = early ? early->id.pid : s.spawned.id.pid;
+      for (const auto& x : started) {
+        if (early && x.spawned.id.pid == early->id.pid) failed_log = x.log_path;
+      }
+      if (failed_log.empty()) failed_log = s.log_path;
+      return fail(s.planned->name + " not ready: " + r.error().message);
+    }
+  }
+  // Everything that exists now belongs to the server: watch it all.
+  for (const Started& s : started) {
+    Result<std::vector<ProcessInfo>> d = watch.AddDescendants(s.spawned.id.pid, s.planned->name);
+    if (d) {
+      for (const auto& p : d.value()) known.push_back(p.id());
+    }
+  }
+  ready = true;
+  SetState(o, "ready");
+  Report(ready_fd, "ready");
+  std::fprintf(stderr, "ix-stepd: ready\n");
+
+  // Liveness until the step ends.
+  std::vector<int> misses(started.size(), 0);
+  ProbeOptions po;
+  po.timeout = o.health_interval;
+  po.connect_timeout = o.health_interval;
+  while (!*stop_requested) {
+    Result<std::optional<ProcessExit>> e = watch.Wait(o.health_interval);
+    if (!e) return fail(e.error().message);
+    if (e.value()) {
+      const ProcessExit& x = *e.value();
+      failed_process = x.label;
+      failed_pid = x.id.pid;
+      for (const auto& s : started) {
+        if (x.label.rfind(s.planned->name, 0) == 0) failed_log = s.log_path;
+      }
+      return fail(x.Describe());
+    }
+    for (size_t i = 0; i < started.size(); ++i) {
+      const auto& checks = started[i].planned->readiness;
+      if (checks.empty()) continue;
+      ReadinessCheck health = checks[0];
+      health.kind = ReadinessTemplate::Kind::kHttpOk;
+      const ProbeResult pr = prober.Probe(health, po);
+      misses[i] = pr.ready ? 0 : misses[i] + 1;
+      if (misses[i] >= o.health_failures) {
+        failed_process = started[i].planned->name;
+        failed_pid = started[i].spawned.id.pid;
+        failed_log = started[i].log_path;
+        return fail(started[i].planned->name + " failed " + std::to_string(misses[i]) +
+                    " health probes in a row (" + health.url + ": " + pr.detail + ")");
+      }
+    }
+  }
+  stop_all();
+  SetState(o, "finished");
+  return 0;
+}
+
+}  // namespace ix
