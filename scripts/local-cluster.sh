@@ -57,6 +57,8 @@ ENVIRONMENT
                         <repo>/build/spank_plugin/spank_inferencex.so).
     IX_RECIPE_DIR       recipe_dir= argument of the plugin (default <repo>/recipes).
     IX_SPANK_MODE       'required' (default) or 'optional' in plugstack.conf.
+    IX_SPANK_ARGS       more plugin arguments for plugstack.conf, e.g.
+                        "topology=/path/b300.xml memlock=keep".
     IX_START_TIMEOUT    as --timeout.
 
 FILES (under DIR)
@@ -394,7 +396,9 @@ plugstack_line() {
   if [[ -e $PLUGIN ]]; then
     [[ $PLUGIN =~ $SAFE_PATH && $RECIPE_DIR =~ $SAFE_PATH ]] \
       || die "plugin path '$PLUGIN' or recipe dir '$RECIPE_DIR' is not absolute or has characters outside [A-Za-z0-9._/+-]"
-    echo "$SPANK_MODE $PLUGIN recipe_dir=$RECIPE_DIR"
+    local extra=${IX_SPANK_ARGS:-}
+    [[ $extra =~ ^[A-Za-z0-9._/+=\ -]*$ ]] || die "IX_SPANK_ARGS has characters outside [A-Za-z0-9._/+= -]"
+    echo "$SPANK_MODE $PLUGIN recipe_dir=$RECIPE_DIR${extra:+ $extra}"
   fi
 }
 

@@ -5,6 +5,7 @@
 // "ready" or "failed: ..." on --ready-fd. SIGTERM stops the step cleanly.
 // Its own output goes to a log file; it never holds the task's stdio.
 #include <signal.h>
+#include <sys/prctl.h>
 
 #include <boost/program_options.hpp>
 #include <cstdlib>
@@ -115,6 +116,9 @@ int main(int argc, char** argv) {
     if (at != std::string::npos) t.numa = std::atoi(b.c_str() + at + 1);
     o.bindings.emplace_back(k, t);
   }
+  // Orphans of what we start (a setsid'd grandchild whose parent died)
+  // become our children, so nothing escapes the stop.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct sigaction sa{};
   sa.sa_handler = OnTerm;
   sigaction(SIGTERM, &sa, nullptr);

@@ -214,6 +214,11 @@ int StepdTaskInit(spank_t sp) {
   int task = -1;
   spank_get_item(sp, S_TASK_ID, &task);
   if (task == 0) {
+    // Said once, on the step's stderr (srun's), besides slurmd's log.
+    for (const auto& n : s.placement_notes) {
+      slurm_error("inferencex: step %s: placement not met (--inferencex-placement=warn): %s",
+                  s.step_id.c_str(), n.c_str());
+    }
     ::mkdir(s.result_dir.c_str(), 0755);
     int pipefd[2];
     if (::pipe2(pipefd, O_CLOEXEC) != 0) return -1;

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Job steps end to end on the local cluster with the fake engine, router and
+# client: srun --inferencex-arm=... plans, leases, launches, waits for
+# readiness, runs the client, fails fast, and leaves nothing behind.
+# Needs: the cluster started by the CTest fixture (plugstack with
+# topology=<HGX B300 fixture>), SLURM_CONF, IX_FAKES_BIN_DIR, IXCTL.
+set -uo pipefail
+RECIPE=dsv41flash-fp4-b300-vllm
+export PATH=$IX_FAKES_BIN_DIR:$PATH
+tmp=$(mktemp -d /tmp/ix-step-test.XXXXXX); trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+step_opts() { echo "--inferencex-recipe=$RECIPE --inferencex-arm=$1 --inferencex-conc=$2"; }
+
+# Nothing of a step may outlive it: no server process, no lease.
+servers() { pgrep -a -x vllm; pgrep -a -x vllm-router; pgrep -a -x ix-stepd; pgrep -a EngineCore_DP; }
+check_clean() {
+  local what=$1 i
+  for i in $(seq 50); do
+    [[ -z $(servers) ]] && break
+    sleep 0.1
+  done
+  if [[ -n $(servers) ]]; then fail "$what: server processes left: $(servers)"; fi
+  local leases; leases=$("$IXCTL" ports list --json)
+  [[ $leases == '{"leases":[]}' ]] || fail "$what: leases left: $leases"
+}
+
+# run_step NAME ARM CONC [ENV...]: a step whose client is the fake client.
+run_step() {
+  local name=$1 arm=$2 conc=$3; shift 3
+  mkdir -p "$tmp/$name"
+  # shellcheck disable=SC2046
+  env "$@" IX_RESULT_DIR="$tmp/$name" FAKE_VLLM_RECORD_DIR="$tmp/$name" \
+    srun --gres=gpu:4 $(step_opts "$arm" "$conc") \
+    bash -c 'ix-fake-client --sessions 6 --turns 3 --out "$IX_RESULT_DIR/result.json" && cp "$IX_RUN_DIR/plan.json" "$IX_RUN_DIR/placement.json" "$IX_RESULT_DIR/"' \
+    >"$tmp/$name/srun.out" 2>"$tmp/$name/srun.err"
+}
+
+# 1. Each arm at two concurrencies: success, the engine got the plan's argv,
+#    and under dep4 sessions stick to one rank and use several.
+for point in "tp4 8" "tp4 64" "tep4 32" "tep4 128" "dep4 32" "dep4 64"; do
+  read -r arm conc <<<"$point"
+  name=$arm-$conc
+  if ! run_step "$name" "$arm" "$conc"; then fail "$name: srun failed: $(cat "$tmp/$name/srun.err")"; continue; fi
+  python3 - "$tmp/$name" "$arm" <<'PY' || fail "$name: plan/record/result check"
+import glob, json, sys
+d, arm = sys.argv[1], sys.argv[2]
+plan = json.load(open(d + "/plan.json"))
+records = [json.load(open(f)) for f in glob.glob(d + "/vllm-*.json")]
+assert len(records) == 1, records
+engine = [p for p in plan["processes"] if p["name"] == "engine"][0]
+assert records[0]["argv"] == engine["argv"], (records[0]["argv"], engine["argv"])
+for k, v in engine["env"].items():
+    assert records[0]["env"].get(k) == v, (k, v)
+res = json.load(open(d + "/result.json"))["summary"]
+assert res["failed"] == 0, res
+if arm.startswith("dep"):
+    assert [p["name"] for p in plan["processes"]] == ["engine", "router"]
+    assert res["sessions_on_one_rank"], res
+    assert len(res["ranks_used"]) > 1, res
+PY
+  check_clean "$name"
+done
+echo "ok: tp4, tep4, dep4 steps ran the plan"
+
+# 2. Faults fail the step fast and say which process.
+fault() {
+  local name=$1 limit=$2; shift 2
+  mkdir -p "$tmp/$name"
+  local start end rc
+  start=$(date +%s%N)
+  env "$@" IX_RESULT_DIR="$tmp/$name" srun --gres=gpu:4 $(step_opts dep4 64) --inferencex-ready-timeout=3 \
+    sleep 60 >"$tmp/$name/srun.out" 2>"$tmp/$name/srun.err"; rc=$?
+  end=$(date +%s%N)
+  local ms=$(((end - start) / 1000000))
+  [[ $rc -ne 0 ]] || fail "$name: srun exit 0"
+  [[ $ms -lt $limit ]] || fail "$name: srun took ${ms} ms (limit $limit)"
+  [[ -f $tmp/$name/failure.json ]] || { fail "$name: no failure.json"; return; }
+  echo "ok: $name: srun exit $rc after ${ms} ms; $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["reason"])' "$tmp/$name/failure.json")"
+  check_clean "$name"
+}
+fault engine-core-crash 4000 FAKE_VLLM_CRASH_ENGINE_AFTER_S=0.3
+fault api-exit-0 4000 FAKE_VLLM_EXIT0_AFTER_S=0.3
+fault router-exit 4000 FAKE_ROUTER_EXIT_AFTER_S=0.5
+fault engine-hang 5000 FAKE_VLLM_HANG_AFTER_S=0.3
+fault never-ready 8000 FAKE_VLLM_NEVER_READY=1
+grep -q "EngineCore" "$tmp/engine-core-crash/failure.json" || fail "crash: failure.json does not name the EngineCore"
+grep -q "not ready" "$tmp/never-ready/srun.err" || fail "never-ready: srun's stderr: $(cat "$tmp/never-ready/srun.err")"
+
+# 3. Two dep4 steps at once on GPUs 0-3 and 4-7: disjoint ports, NUMA 0 and 1.
+for i in 1 2; do
+  mkdir -p "$tmp/pair$i"
+  IX_RESULT_DIR="$tmp/pair$i" srun --gres=gpu:4 $(step_opts dep4 64) \
+    bash -c 'echo $IX_PORT_PORT $IX_PORT_ENGINE_PORT $IX_PORT_ROUTER_METRICS_PORT > "$IX_RESULT_DIR/ports"; cp "$IX_RUN_DIR/placement.json" "$IX_RESULT_DIR/"; sleep 2' \
+    >"$tmp/pair$i/srun.out" 2>"$tmp/pair$i/srun.err" &
+done
+wait
+python3 - "$tmp" <<'PY' || fail "two concurrent dep4 steps"
+import json, sys
+t = sys.argv[1]
+ports = [set(open(f"{t}/pair{i}/ports").read().split()) for i in (1, 2)]
+assert not ports[0] & ports[1], ports
+numa = sorted({r["numa"] for r in json.load(open(f"{t}/pair{i}/placement.json"))["ranks"]}.pop() for i in (1, 2))
+assert numa == [0, 1], numa
+PY
+check_clean "pair"
+echo "ok: concurrent dep4 steps got disjoint ports and NUMA nodes 0 and 1"
+
+[[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
+echo "step: all checks passed"
