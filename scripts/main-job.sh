@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # main-job.sh: the main job on the embedded default. Installs what is
 # needed, builds, starts the private local Slurm cluster with the plugin
-# loaded, runs steps through it, and writes the dep4 launch plan of the
-# default recipe. Prints where everything is. Run as root on Debian 12.
+# loaded, runs a dep4 job step of the default recipe through it on the fake
+# engine, router and client, and prints the client's result and where
+# everything is. Run as root on Debian 12.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo"
@@ -10,6 +11,10 @@ RECIPE=${IX_RECIPE:-dsv41flash-fp4-b300-vllm}
 out=$repo/build/main-job
 export IX_CLUSTER_DIR=${IX_CLUSTER_DIR:-$repo/build/local-cluster}
 export IX_RECIPE_DIR=$repo/recipes
+# This machine has no GPUs: steps are placed on the HGX B300 node that the
+# fixture describes (plugstack.conf topology=), as a site can check a node
+# type offline.
+export IX_SPANK_ARGS="topology=$repo/tests/fixtures/topology/hgx-b300-4tib.xml memlock=keep"
 
 scripts/bootstrap.sh
 scripts/build.sh "$repo/build"
@@ -24,8 +29,12 @@ if srun --inferencex-arm=nope true 2>"$out/refused.txt"; then
   echo "main-job.sh: srun accepted an unknown arm" >&2; exit 1
 fi
 cat "$out/refused.txt"
-echo "== srun --inferencex-arm=dep4 --inferencex-recipe=$RECIPE --inferencex-conc=64 hostname"
-srun --inferencex-arm=dep4 --inferencex-recipe="$RECIPE" --inferencex-conc=64 hostname
+echo "== srun --gres=gpu:4 --inferencex-arm=dep4 --inferencex-recipe=$RECIPE --inferencex-conc=64 ix-fake-client"
+rm -rf "$out/dep4-step" && mkdir -p "$out/dep4-step"
+PATH=$repo/build/tests/fakes/bin:$PATH IX_RESULT_DIR=$out/dep4-step FAKE_VLLM_RECORD_DIR=$out/dep4-step \
+  srun --gres=gpu:4 --inferencex-arm=dep4 --inferencex-recipe="$RECIPE" --inferencex-conc=64 \
+  bash -c 'cp "$IX_RUN_DIR/plan.json" "$IX_RUN_DIR/placement.json" "$IX_RESULT_DIR/"; ix-fake-client --sessions 16 --turns 3 --out "$IX_RESULT_DIR/result.json"'
+python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["summary"], indent=1))' "$out/dep4-step/result.json"
 echo "== dep4 launch plan at concurrency 64"
 build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 | tee "$out/dep4-c64.txt"
 build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 --json >"$out/dep4-c64.json"
@@ -33,6 +42,8 @@ build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 --json >"$
 cat <<MSG
 
 Results in $out:
+  dep4-step/       the dep4 step: result.json (client), server.log, router.log,
+                   plan.json (leased ports), placement.json (NUMA, CPUs), vllm-*.json (engine argv)
   dep4-c64.json    the dep4 launch plan (argv, env, ports, ranks, readiness)
   dep4-c64.txt     the same, readable
   srun-help.txt    the plugin's options as srun shows them

@@ -31,6 +31,11 @@ namespace {
 // slurmstepd afterwards and inherit it.
 std::optional<StepSetup> g_setup;
 uid_t g_uid = 0;
+// Why the step was refused in init_post_opt. Reported from task_init, whose
+// stderr is the step's (srun's): init_post_opt's messages reach only
+// slurmd's log, and a failure there shows in srun only as "Plugin
+// initialization failed".
+std::optional<std::string> g_refusal;
 
 std::optional<std::string> JobEnv(spank_t sp, const char* name) {
   char buf[4096];
@@ -179,8 +184,9 @@ int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
   if (st) st = Plan(sp, args, o, s);
   if (!st) {
     ReleasePorts(args, s.step_id);
-    slurm_error("inferencex: step %s refused: %s", s.step_id.c_str(), st.error().message.c_str());
-    return -1;
+    g_refusal = "step " + s.step_id + " refused before anything started: " + st.error().message;
+    slurm_error("inferencex: %s", g_refusal->c_str());
+    return 0;  // the tasks fail in task_init, where the reason reaches srun
   }
   for (const auto& n : s.placement_notes) {
     slurm_error("inferencex: step %s: placement not met (--inferencex-placement=warn): %s",
@@ -209,6 +215,12 @@ int StepdTaskInitPrivileged(spank_t /*sp*/, const PluginArgs& args) {
 }
 
 int StepdTaskInit(spank_t sp) {
+  if (g_refusal) {
+    int task = -1;
+    spank_get_item(sp, S_TASK_ID, &task);
+    if (task == 0) slurm_error("inferencex: %s", g_refusal->c_str());
+    return -1;
+  }
   if (!g_setup) return 0;
   const StepSetup& s = *g_setup;
   int task = -1;

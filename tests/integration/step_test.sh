@@ -106,5 +106,12 @@ PY
 check_clean "pair"
 echo "ok: concurrent dep4 steps got disjoint ports and NUMA nodes 0 and 1"
 
+# 4. Bad input fails before anything starts, with the reason on srun's stderr.
+if srun --gres=gpu:2 $(step_opts dep4 64) true 2>"$tmp/refused.err"; then fail "dep4 on 2 GPUs ran"; fi
+grep -q "refused before anything started" "$tmp/refused.err" || fail "refusal reason missing: $(cat "$tmp/refused.err")"
+[[ ! -e $tmp/refused-started ]] || fail "the client ran"
+check_clean "refused"
+echo "ok: a step that cannot be placed is refused: $(grep -m1 refused "$tmp/refused.err")"
+
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
 echo "step: all checks passed"
