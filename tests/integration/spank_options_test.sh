@@ -8,6 +8,8 @@ RECIPE=dsv41flash-fp4-b300-vllm
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# The fake engine records its argv where this says, not in the working directory.
+export FAKE_VLLM_RECORD_DIR=$tmp
 
 # A held job's id; two probes around a command show whether it allocated.
 probe_id() {

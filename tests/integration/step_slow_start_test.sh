@@ -5,6 +5,8 @@
 set -uo pipefail
 export PATH=$IX_FAKES_BIN_DIR:$PATH
 tmp=$(mktemp -d /tmp/ix-slow-test.XXXXXX); trap 'rm -rf "$tmp"' EXIT
+# The fake engine records its argv where this says, not in the working directory.
+export FAKE_VLLM_RECORD_DIR=$tmp
 start=$(date +%s)
 IX_RESULT_DIR=$tmp FAKE_VLLM_START_DELAY_S=${IX_SLOW_START_S:-90} \
   srun --gres=gpu:4 --inferencex-recipe=dsv41flash-fp4-b300-vllm --inferencex-arm=tp4 --inferencex-conc=8 \

@@ -8,6 +8,8 @@ set -uo pipefail
 RECIPE=dsv41flash-fp4-b300-vllm
 export PATH=$IX_FAKES_BIN_DIR:$PATH
 tmp=$(mktemp -d /tmp/ix-step-test.XXXXXX); trap 'rm -rf "$tmp"' EXIT
+# The fake engine records its argv where this says, not in the working directory.
+export FAKE_VLLM_RECORD_DIR=$tmp
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 step_opts() { echo "--inferencex-recipe=$RECIPE --inferencex-arm=$1 --inferencex-conc=$2"; }
