@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -59,14 +60,19 @@ Status MakeDir(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
 }
 
 // The ports of the step, leased for owner JOB.STEP.
-Result<PortList> LeasePorts(spank_t sp, const PluginArgs& args, const std::string& step,
-                            const std::vector<std::string>& names) {
-  BindProber prober;
-  ProcessLiveness live;
+// The node's port broker as plugstack.conf configures it.
+Result<PortBroker> OpenBroker(const PluginArgs& args) {
+  static BindProber prober;
+  static ProcessLiveness live;
   PortBrokerConfig cfg;
   cfg.range = args.port_range;
   cfg.lease_dir = args.lease_dir;
-  Result<PortBroker> broker = PortBroker::Open(cfg, prober, live);
+  return PortBroker::Open(cfg, prober, live);
+}
+
+Result<PortList> LeasePorts(spank_t sp, const PluginArgs& args, const std::string& step,
+                            const std::vector<std::string>& names) {
+  Result<PortBroker> broker = OpenBroker(args);
   if (!broker) return broker.error();
   std::vector<PortWant> wants;
   for (const auto& n : names) wants.push_back({n, 1});
@@ -83,12 +89,7 @@ Result<PortList> LeasePorts(spank_t sp, const PluginArgs& args, const std::strin
 }
 
 void ReleasePorts(const PluginArgs& args, const std::string& step) {
-  BindProber prober;
-  ProcessLiveness live;
-  PortBrokerConfig cfg;
-  cfg.range = args.port_range;
-  cfg.lease_dir = args.lease_dir;
-  Result<PortBroker> broker = PortBroker::Open(cfg, prober, live);
+  Result<PortBroker> broker = OpenBroker(args);
   if (!broker) {
     slurm_error("inferencex: %s: cannot release ports: %s", step.c_str(), broker.error().message.c_str());
     return;
@@ -167,11 +168,20 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   spank_get_item(sp, S_JOB_GID, &gid);
   g_uid = uid;
   if (Status d = MakeDir(args.run_dir, 0755, 0, 0); !d) return d.error();
+  // A fresh directory, written by root first and only then given to the job
+  // user, so root never writes through a link the user planted. A leftover
+  // of an earlier step with this id (job ids restart with slurmctld's state)
+  // is removed; remove_all does not follow symlinks.
   s.run_dir = args.run_dir + "/" + s.step_id;
-  if (Status d = MakeDir(s.run_dir, 0755, uid, gid); !d) return d.error();
+  std::error_code ec;
+  std::filesystem::remove_all(s.run_dir, ec);
+  if (Status d = MakeDir(s.run_dir, 0755, 0, 0); !d) return d.error();
   s.result_dir = JobEnv(sp, "IX_RESULT_DIR").value_or(s.run_dir + "/results");
   WriteText(s.run_dir + "/plan.json", PlanToJson(s.plan, true) + "\n");
   WriteText(s.run_dir + "/placement.json", placement_json + "\n");
+  if (::chown(s.run_dir.c_str(), uid, gid) != 0) {
+    return Error{"cannot chown " + s.run_dir + ": " + std::strerror(errno)};
+  }
   return Ok{};
 }
 
