@@ -109,17 +109,19 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
   };
   bool ready = false;
   auto fail = [&](const std::string& reason) {
+    // The record first: whoever sees the client die (srun, a test, the
+    // sweep) finds failure.json already there.
+    const std::string tail = failed_log.empty() ? "" : LogTail(failed_log, 50);
+    const std::string json = FailureJson(failed_process, failed_pid, reason, tail);
+    if (!o.run_dir.empty()) WriteFileAtomic(o.run_dir + "/failure.json", json);
+    if (!o.result_dir.empty()) WriteFileAtomic(o.result_dir + "/failure.json", json);
+    SetState(o, "failed");
     // Before readiness the client has not started: task_init is waiting on
     // ready_fd and reports the failure itself.
     for (pid_t c : o.client_pids) {
       if (ready && c > 1) ::kill(c, SIGKILL);
     }
     stop_all();
-    const std::string tail = failed_log.empty() ? "" : LogTail(failed_log, 50);
-    const std::string json = FailureJson(failed_process, failed_pid, reason, tail);
-    if (!o.run_dir.empty()) WriteFileAtomic(o.run_dir + "/failure.json", json);
-    if (!o.result_dir.empty()) WriteFileAtomic(o.result_dir + "/failure.json", json);
-    SetState(o, "failed");
     std::fprintf(stderr, "ix-stepd: step failed: %s\n", reason.c_str());
     Report(ready_fd, "failed: " + reason);
     return 1;
