@@ -28,16 +28,17 @@ for _ in $(seq "$runs"); do
   t=$(now_ms); srun true; echo $(($(now_ms) - t)) >>"$tmp/base"
   t=$(now_ms); srun "${opts[@]}" true; echo $(($(now_ms) - t)) >>"$tmp/ix"
   srun "${opts[@]}" bash -c 'c=$(date +%s%N); r=$(stat -c %.9Y "$IX_RUN_DIR/state" | tr -d .); echo $(((c - r) / 1000))' >>"$tmp/ready"
-  t0=$(now_ms)
-  IX_RESULT_DIR=$tmp FAKE_VLLM_CRASH_ENGINE_AFTER_S=0.3 srun "${opts[@]}" bash -c 'stat -c %.3Y "$IX_RUN_DIR/state" | tr -d . > '"$tmp"'/ready_at; sleep 30' 2>/dev/null || true
+  # The crash time is the EngineCore's own log line (ms, UTC).
+  IX_RESULT_DIR=$tmp FAKE_VLLM_CRASH_ENGINE_AFTER_S=0.3 srun "${opts[@]}" sleep 30 2>/dev/null || true
   end=$(now_ms)
-  echo $((end - $(cat "$tmp/ready_at") - 300)) >>"$tmp/crash"
-  : "$t0"
+  crashed=$(grep -m1 'EngineCore encountered a fatal error' "$tmp/server.log" | cut -d' ' -f1)
+  echo $((end - $(date -d "$crashed" +%s%3N))) >>"$tmp/crash"
+  rm -f "$tmp/server.log"
 done
 base=$(median <"$tmp/base"); ix=$(median <"$tmp/ix"); ready=$(median <"$tmp/ready"); crash=$(median <"$tmp/crash")
 echo "| measure (median of $runs) | value | baseline in the same run | difference or ratio |"
 echo "| --- | --- | --- | --- |"
 echo "| srun with a tp4 step on the instant fake engine | $ix ms | plain srun true: $base ms | +$((ix - base)) ms |"
 echo "| engine ready to client start | $ready us | | |"
-echo "| EngineCore crash to srun exit | $crash ms | health interval 250 ms | |"
+echo "| EngineCore crash to srun exit | $crash ms | | |"
 rm -rf "$tmp"
