@@ -13,3 +13,7 @@ echo
 echo "## Matrix generator (bench/matrix_bench.cc, $(nproc) cores)"
 echo
 "$repo/build/bench/matrix_bench" "$repo/build/submitter/ixsubmit" "$repo/tests/fixtures/inferencex" 31
+echo
+echo "## Job step (bench/step_bench.sh, $(nproc) cores; needs root: starts a private cluster)"
+echo
+"$repo/bench/step_bench.sh" "$repo/build" 15
