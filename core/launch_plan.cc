@@ -1,5 +1,6 @@
 #include "core/launch_plan.h"
 
+#include <rapidjson/document.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "core/yaml_reader.h"
 
@@ -36,15 +38,35 @@ class Scope {
     values_[name] = std::move(value);
   }
 
+  // The arm's rank ports: numbers per rank, rank 0's set as the plain name.
+  void SetRankPorts(std::vector<std::pair<std::string, std::vector<int>>> ports) {
+    rank_ports_ = std::move(ports);
+    for (const auto& [name, per_rank] : rank_ports_) Set(name, std::to_string(per_rank.at(0)));
+  }
+
+  // The scope of one rank: DP_RANK and the rank ports are that rank's. Arm
+  // variables rendered so far are dropped, since they may use a rank port.
+  Scope ForRank(int64_t r) const {
+    Scope s(arm_);
+    s.values_ = values_;
+    s.order_ = order_;
+    s.rank_ports_ = rank_ports_;
+    for (const auto& [name, per_rank] : rank_ports_) s.values_[name] = std::to_string(per_rank.at(r));
+    s.Set("DP_RANK", std::to_string(r));
+    return s;
+  }
+
   // Arm variables render lazily against the scope; cycles were rejected at
   // load time, so the recursion ends.
   std::optional<std::string> Get(const std::string& name) {
     if (auto it = values_.find(name); it != values_.end()) return it->second;
+    if (auto it = cache_.find(name); it != cache_.end()) return it->second;
     for (const auto& [v, t] : arm_.vars) {
       if (v != name) continue;
       Result<std::string> r = t.tmpl.Render([this](const std::string& n) { return Get(n); });
       if (!r) return std::nullopt;
-      Set(name, r.value());
+      cache_[name] = r.value();
+      cache_order_.push_back(name);
       return r.value();
     }
     return std::nullopt;
@@ -69,14 +91,60 @@ class Scope {
   EnvList All() const {
     EnvList out;
     for (const auto& n : order_) out.emplace_back(n, values_.at(n));
+    for (const auto& n : cache_order_) out.emplace_back(n, cache_.at(n));
     return out;
   }
+
+  int64_t dp() const { return arm_.dp; }
 
  private:
   const Arm& arm_;
   std::map<std::string, std::string> values_;
   std::vector<std::string> order_;
+  std::map<std::string, std::string> cache_;  // arm variables rendered so far
+  std::vector<std::string> cache_order_;
+  std::vector<std::pair<std::string, std::vector<int>>> rank_ports_;
 };
+
+// Renders a list whose items may repeat per rank or per GPU into `out`.
+Status RenderList(const std::vector<ListArg>& list, Scope& scope, const std::vector<GpuPlace>& gpus,
+                  std::vector<std::string>& out) {
+  auto add = [&](Scope& s, const LocatedTemplate& t) -> Status {
+    Result<std::string> r = s.Render(t);
+    if (!r) return r.error();
+    out.push_back(std::move(r).value());
+    return Ok{};
+  };
+  for (const ListArg& a : list) {
+    switch (a.kind) {
+      case ListArg::Kind::kText:
+        if (Status s = add(scope, a.text); !s) return s;
+        break;
+      case ListArg::Kind::kPerRank:
+        for (int64_t r = 0; r < scope.dp(); ++r) {
+          Scope rs = scope.ForRank(r);
+          if (Status s = add(rs, a.text); !s) return s;
+        }
+        break;
+      case ListArg::Kind::kPerGpu:
+        for (const GpuPlace& g : gpus) {
+          Scope gs = scope;
+          gs.Set("GPU_NUMA", std::to_string(g.numa));
+          gs.Set("GPU_CPUS", g.cpus);
+          if (Status s = add(gs, a.text); !s) return s;
+        }
+        break;
+    }
+  }
+  return Ok{};
+}
+
+// "server.log" for rank 2 -> "server-rank2.log".
+std::string RankLog(const std::string& log, int64_t rank) {
+  const size_t dot = log.rfind('.');
+  const std::string tag = "-rank" + std::to_string(rank);
+  return dot == std::string::npos || dot == 0 ? log + tag : log.substr(0, dot) + tag + log.substr(dot);
+}
 
 Result<PlannedProcess> RenderProcess(const ProcessTemplate& p, const Arm& arm, Scope& scope,
                                      const std::vector<EnvTemplate>& extra_env) {
@@ -97,9 +165,7 @@ Result<PlannedProcess> RenderProcess(const ProcessTemplate& p, const Arm& arm, S
       case ArgTemplate::Kind::kSplice:
         for (const auto& [name, fragment] : arm.fragments) {
           if (name != a.fragment) continue;
-          for (const auto& t : fragment) {
-            if (Status s = add(t); !s) return s.error();
-          }
+          if (Status s = RenderList(fragment, scope, {}, out.argv); !s) return s.error();
         }
         break;
       case ArgTemplate::Kind::kWhen: {
@@ -145,7 +211,11 @@ Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::stri
     return Error{"unknown arm '" + arm + "' for recipe " + recipe.name + "; allowed: " +
                  JoinNames(recipe.ArmNames())};
   }
-  return a->ports;
+  std::vector<std::string> names = a->ports;
+  for (const auto& p : a->rank_ports) {
+    for (int64_t r = 0; r < a->dp; ++r) names.push_back(p + "_RANK" + std::to_string(r));
+  }
+  return names;
 }
 
 PortList PlaceholderPorts(const std::vector<std::string>& names) {
@@ -211,7 +281,9 @@ Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& req) {
 
   LaunchPlan plan;
   std::set<int> numbers;
-  for (const std::string& name : arm->ports) {
+  Result<std::vector<std::string>> port_names = PortNames(recipe, arm->name);
+  if (!port_names) return port_names.error();
+  for (const std::string& name : port_names.value()) {
     auto it = std::find_if(req.ports.begin(), req.ports.end(),
                            [&](const auto& p) { return p.first == name; });
     if (it == req.ports.end()) return Error{what + ": no port number given for " + name};
@@ -222,9 +294,24 @@ Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& req) {
     if (!numbers.insert(it->second).second) {
       return Error{what + ": port " + std::to_string(it->second) + " given to two names"};
     }
-    scope.Set(name, std::to_string(it->second));
+    if (std::find(arm->ports.begin(), arm->ports.end(), name) != arm->ports.end()) {
+      scope.Set(name, std::to_string(it->second));
+    }
     plan.ports.emplace_back(name, it->second);
   }
+  auto port_of = [&](const std::string& name) {
+    for (const auto& [k, v] : plan.ports) {
+      if (k == name) return v;
+    }
+    return 0;
+  };
+  std::vector<std::pair<std::string, std::vector<int>>> rank_ports;
+  for (const std::string& p : arm->rank_ports) {
+    std::vector<int> per_rank;
+    for (int64_t r = 0; r < arm->dp; ++r) per_rank.push_back(port_of(p + "_RANK" + std::to_string(r)));
+    rank_ports.emplace_back(p, per_rank);
+  }
+  if (!rank_ports.empty()) scope.SetRankPorts(rank_ports);
 
   plan.recipe = recipe.name;
   plan.arm = arm->name;
@@ -234,15 +321,40 @@ Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& req) {
   plan.tp = arm->tp;
   plan.ep = arm->ep;
   plan.dp = arm->dp;
+  plan.dp_layout = arm->dp_layout;
   for (int64_t r = 0; r < arm->dp; ++r) {
-    PlannedRank rank{r, {}};
+    PlannedRank rank{r, {}, {}};
     for (int64_t g = 0; g < arm->tp; ++g) rank.gpus.push_back(r * arm->tp + g);
+    for (const auto& [name, per_rank] : rank_ports) rank.ports.emplace_back(name, per_rank[r]);
     plan.ranks.push_back(std::move(rank));
   }
 
-  Result<PlannedProcess> engine = RenderProcess(recipe.engine, *arm, scope, arm->engine_env);
-  if (!engine) return engine.error();
-  plan.processes.push_back(std::move(engine).value());
+  if (arm->dp_layout == DpLayout::kRankProcess) {
+    for (int64_t r = 0; r < arm->dp; ++r) {
+      Scope rs = scope.ForRank(r);
+      Result<PlannedProcess> engine = RenderProcess(recipe.engine, *arm, rs, arm->engine_env);
+      if (!engine) return engine.error();
+      engine.value().name = recipe.engine.name + "-rank" + std::to_string(r);
+      engine.value().log = RankLog(recipe.engine.log, r);
+      engine.value().rank = r;
+      plan.processes.push_back(std::move(engine).value());
+    }
+  } else {
+    Result<PlannedProcess> engine = RenderProcess(recipe.engine, *arm, scope, arm->engine_env);
+    if (!engine) return engine.error();
+    if (!req.gpu_places.empty() && !recipe.engine.numa_flags.empty()) {
+      if (static_cast<int64_t>(req.gpu_places.size()) < arm->gpus) {
+        return Error{what + ": " + std::to_string(req.gpu_places.size()) + " GPU places given for " +
+                     std::to_string(arm->gpus) + " GPUs"};
+      }
+      const std::vector<GpuPlace> places(req.gpu_places.begin(), req.gpu_places.begin() + arm->gpus);
+      if (Status s = RenderList(recipe.engine.numa_flags, scope, places, engine.value().argv); !s) {
+        return s.error();
+      }
+      plan.worker_numa_flags = true;
+    }
+    plan.processes.push_back(std::move(engine).value());
+  }
   if (arm->router) {
     Result<PlannedProcess> router = RenderProcess(*recipe.router, *arm, scope, {});
     if (!router) return router.error();
@@ -300,6 +412,8 @@ void WritePlan(Writer& w, const LaunchPlan& plan) {
   w.Key("tp"); w.Int64(plan.tp);
   w.Key("ep"); w.Int64(plan.ep);
   w.Key("dp"); w.Int64(plan.dp);
+  w.Key("dp_layout"); w.String(DpLayoutName(plan.dp_layout));
+  w.Key("worker_numa_flags"); w.Bool(plan.worker_numa_flags);
   w.Key("ranks");
   w.StartArray();
   for (const auto& r : plan.ranks) {
@@ -309,6 +423,15 @@ void WritePlan(Writer& w, const LaunchPlan& plan) {
     w.StartArray();
     for (int64_t g : r.gpus) w.Int64(g);
     w.EndArray();
+    if (!r.ports.empty()) {
+      w.Key("ports");
+      w.StartObject();
+      for (const auto& [k, v] : r.ports) {
+        w.Key(k.c_str());
+        w.Int(v);
+      }
+      w.EndObject();
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -325,6 +448,9 @@ void WritePlan(Writer& w, const LaunchPlan& plan) {
     w.StartObject();
     w.Key("name"); str(p.name);
     w.Key("log"); str(p.log);
+    if (p.rank >= 0) {
+      w.Key("rank"); w.Int64(p.rank);
+    }
     w.Key("argv");
     w.StartArray();
     for (const auto& a : p.argv) str(a);
@@ -392,12 +518,170 @@ std::string PlanToJson(const LaunchPlan& plan, bool pretty) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
+namespace {
+
+// Reads a PlanToJson document field by field; the first missing or
+// mistyped field throws a message naming its path.
+class PlanReader {
+ public:
+  explicit PlanReader(std::string where) : where_(std::move(where)) {}
+
+  const rapidjson::Value& Member(const rapidjson::Value& o, const char* key, const std::string& path) {
+    if (!o.IsObject()) Fail(path, "is not an object");
+    auto it = o.FindMember(key);
+    if (it == o.MemberEnd()) Fail(path + "." + key, "is missing");
+    return it->value;
+  }
+  std::string Str(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsString()) Fail(path + "." + key, "is not a string");
+    return std::string(v.GetString(), v.GetStringLength());
+  }
+  int64_t Int(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsInt64()) Fail(path + "." + key, "is not an integer");
+    return v.GetInt64();
+  }
+  uint64_t Uint(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsUint64()) Fail(path + "." + key, "is not a non-negative integer");
+    return v.GetUint64();
+  }
+  bool Bool(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsBool()) Fail(path + "." + key, "is not true or false");
+    return v.GetBool();
+  }
+  const rapidjson::Value& Array(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsArray()) Fail(path + "." + key, "is not an array");
+    return v;
+  }
+  EnvList Env(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsObject()) Fail(path + "." + key, "is not an object");
+    EnvList out;
+    for (const auto& m : v.GetObject()) {
+      if (!m.value.IsString()) Fail(path + "." + key + "." + m.name.GetString(), "is not a string");
+      out.emplace_back(m.name.GetString(), std::string(m.value.GetString(), m.value.GetStringLength()));
+    }
+    return out;
+  }
+  PortList Ports(const rapidjson::Value& v, const std::string& path) {
+    if (!v.IsObject()) Fail(path, "is not an object");
+    PortList out;
+    for (const auto& m : v.GetObject()) {
+      if (!m.value.IsInt() || m.value.GetInt() <= 0 || m.value.GetInt() > 65535) {
+        Fail(path + "." + m.name.GetString(), "is not a port number");
+      }
+      out.emplace_back(m.name.GetString(), m.value.GetInt());
+    }
+    return out;
+  }
+  [[noreturn]] void Fail(const std::string& path, const std::string& what) {
+    throw std::runtime_error(where_ + ": field '" + path + "' " + what);
+  }
+
+ private:
+  std::string where_;
+};
+
+}  // namespace
+
+Result<LaunchPlan> PlanFromJson(const std::string& text, const std::string& where) {
+  rapidjson::Document d;
+  d.Parse(text.c_str(), text.size());
+  if (d.HasParseError()) {
+    return Error{where + ": not JSON (offset " + std::to_string(d.GetErrorOffset()) + ")"};
+  }
+  PlanReader r(where);
+  LaunchPlan plan;
+  try {
+    const std::string top = "plan";
+    plan.recipe = r.Str(d, "recipe", top);
+    plan.arm = r.Str(d, "arm", top);
+    plan.conc = r.Int(d, "conc", top);
+    plan.eval_only = r.Bool(d, "eval_only", top);
+    plan.gpus = r.Int(d, "gpus", top);
+    plan.tp = r.Int(d, "tp", top);
+    plan.ep = r.Int(d, "ep", top);
+    plan.dp = r.Int(d, "dp", top);
+    const std::string layout = r.Str(d, "dp_layout", top);
+    if (layout != "engine" && layout != "rank-process") r.Fail("dp_layout", "is not engine or rank-process");
+    plan.dp_layout = layout == "engine" ? DpLayout::kEngine : DpLayout::kRankProcess;
+    plan.worker_numa_flags = r.Bool(d, "worker_numa_flags", top);
+    const rapidjson::Value& ranks = r.Array(d, "ranks", top);
+    for (rapidjson::SizeType i = 0; i < ranks.Size(); ++i) {
+      const std::string path = "ranks[" + std::to_string(i) + "]";
+      PlannedRank rank;
+      rank.rank = r.Int(ranks[i], "rank", path);
+      const rapidjson::Value& gpus = r.Array(ranks[i], "gpus", path);
+      for (const auto& g : gpus.GetArray()) {
+        if (!g.IsInt64()) r.Fail(path + ".gpus", "holds a non-integer");
+        rank.gpus.push_back(g.GetInt64());
+      }
+      if (ranks[i].HasMember("ports")) rank.ports = r.Ports(ranks[i]["ports"], path + ".ports");
+      plan.ranks.push_back(std::move(rank));
+    }
+    plan.ports = r.Ports(r.Member(d, "ports", top), "ports");
+    const rapidjson::Value& procs = r.Array(d, "processes", top);
+    for (rapidjson::SizeType i = 0; i < procs.Size(); ++i) {
+      const std::string path = "processes[" + std::to_string(i) + "]";
+      const rapidjson::Value& p = procs[i];
+      PlannedProcess out;
+      out.name = r.Str(p, "name", path);
+      out.log = r.Str(p, "log", path);
+      if (out.log.empty() || out.log.find('/') != std::string::npos || out.log == "." || out.log == "..") {
+        r.Fail(path + ".log", "is not a plain file name");
+      }
+      if (p.HasMember("rank")) out.rank = r.Int(p, "rank", path);
+      for (const auto& a : r.Array(p, "argv", path).GetArray()) {
+        if (!a.IsString()) r.Fail(path + ".argv", "holds a non-string");
+        out.argv.emplace_back(a.GetString(), a.GetStringLength());
+      }
+      if (out.argv.empty()) r.Fail(path + ".argv", "is empty");
+      out.env = r.Env(p, "env", path);
+      const rapidjson::Value& checks = r.Array(p, "readiness", path);
+      for (rapidjson::SizeType j = 0; j < checks.Size(); ++j) {
+        const std::string cp = path + ".readiness[" + std::to_string(j) + "]";
+        const std::string kind = r.Str(checks[j], "kind", cp);
+        if (kind != "http_ok" && kind != "models_nonempty") r.Fail(cp + ".kind", "is not http_ok or models_nonempty");
+        out.readiness.push_back(ReadinessCheck{kind == "http_ok" ? ReadinessTemplate::Kind::kHttpOk
+                                                                 : ReadinessTemplate::Kind::kModelsNonEmpty,
+                                               r.Str(checks[j], "url", cp)});
+      }
+      plan.processes.push_back(std::move(out));
+    }
+    plan.client_env = r.Env(d, "client_env", top);
+    const rapidjson::Value& mem = r.Array(d, "host_memory", top);
+    for (rapidjson::SizeType i = 0; i < mem.Size(); ++i) {
+      const std::string path = "host_memory[" + std::to_string(i) + "]";
+      PlannedHostMemory h;
+      h.name = r.Str(mem[i], "name", path);
+      const std::string per = r.Str(mem[i], "per", path);
+      h.per = per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
+              : per == "gpu"   ? HostMemoryNeed::Per::kGpu
+                               : HostMemoryNeed::Per::kStep;
+      h.bytes_each = r.Uint(mem[i], "bytes_each", path);
+      h.count = r.Int(mem[i], "count", path);
+      h.total_bytes = r.Uint(mem[i], "total_bytes", path);
+      plan.host_memory.push_back(std::move(h));
+    }
+    plan.variables = r.Env(d, "variables", top);
+  } catch (const std::runtime_error& e) {
+    return Error{e.what()};
+  }
+  return plan;
+}
+
 std::string PlanSummary(const LaunchPlan& plan) {
   std::string s;
   s += "recipe " + plan.recipe + ", arm " + plan.arm + ", concurrency " +
        std::to_string(plan.conc) + (plan.eval_only ? " (eval-only)" : " (throughput)") + "\n";
   s += "gpus " + std::to_string(plan.gpus) + ": tp " + std::to_string(plan.tp) + ", ep " +
-       std::to_string(plan.ep) + ", dp " + std::to_string(plan.dp) + "; ranks:";
+       std::to_string(plan.ep) + ", dp " + std::to_string(plan.dp) +
+       (plan.dp_layout == DpLayout::kRankProcess ? " (one engine process per rank)" : "") +
+       (plan.worker_numa_flags ? " (the engine places its workers: engine.numa_flags)" : "") + "; ranks:";
   for (const auto& r : plan.ranks) {
     s += " " + std::to_string(r.rank) + ":[";
     for (size_t i = 0; i < r.gpus.size(); ++i) s += (i ? "," : "") + std::to_string(r.gpus[i]);

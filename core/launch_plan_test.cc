@@ -174,3 +174,93 @@ TEST(CaptureSize, PowersOfTwoCapped) {
 
 }  // namespace
 }  // namespace ix
+
+namespace ix {
+namespace {
+
+// What ix-stepd reads is what the plugin wrote, field for field.
+TEST(LaunchPlan, JsonRoundTripsEveryLayout) {
+  Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (const char* arm : {"tp4", "dep4", "dep4-rankproc"}) {
+    RenderRequest req;
+    req.arm = arm;
+    req.conc = 64;
+    req.eval_only = std::string(arm) == "tp4";
+    Result<LaunchPlan> plan = RenderDryRun(r.value(), req);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    const std::string json = PlanToJson(plan.value(), true);
+    Result<LaunchPlan> back = PlanFromJson(json, "plan.json");
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(PlanToJson(back.value(), true), json) << arm;
+  }
+}
+
+TEST(LaunchPlan, ABrokenPlanFileNamesTheField) {
+  Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
+  ASSERT_TRUE(r.ok());
+  RenderRequest req;
+  req.arm = "dep4";
+  req.conc = 64;
+  std::string json = PlanToJson(RenderDryRun(r.value(), req).value(), false);
+  EXPECT_EQ(PlanFromJson("{", "p.json").error().message.rfind("p.json: not JSON", 0), 0u);
+  std::string bad = json;
+  bad.replace(bad.find("\"log\":\"server.log\""), 18, "\"log\":\"../x\"");
+  EXPECT_EQ(PlanFromJson(bad, "p.json").error().message,
+            "p.json: field 'processes[0].log' is not a plain file name");
+  bad = json;
+  bad.replace(bad.find("\"conc\":64"), 9, "\"conc\":\"64\"");
+  EXPECT_EQ(PlanFromJson(bad, "p.json").error().message, "p.json: field 'plan.conc' is not an integer");
+}
+
+// Rank ports: one lease per rank, each rank's engine on its own port, the
+// router given one worker URL per rank; elsewhere the name is rank 0's.
+TEST(LaunchPlan, RankProcessLayoutRendersOneEnginePerRank) {
+  Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
+  ASSERT_TRUE(r.ok());
+  Result<std::vector<std::string>> names = PortNames(r.value(), "dep4-rankproc");
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(names.value(), (std::vector<std::string>{"PORT", "DP_RPC_PORT", "ROUTER_METRICS_PORT", "ENGINE_PORT_RANK0",
+                                                     "ENGINE_PORT_RANK1", "ENGINE_PORT_RANK2", "ENGINE_PORT_RANK3"}));
+  RenderRequest req;
+  req.arm = "dep4-rankproc";
+  req.conc = 32;
+  req.ports = {{"PORT", 30000}, {"DP_RPC_PORT", 30001}, {"ROUTER_METRICS_PORT", 30002}, {"ENGINE_PORT_RANK0", 30010},
+               {"ENGINE_PORT_RANK1", 30011}, {"ENGINE_PORT_RANK2", 30012}, {"ENGINE_PORT_RANK3", 30013}};
+  Result<LaunchPlan> plan = RenderPlan(r.value(), req);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const LaunchPlan& p = plan.value();
+  ASSERT_EQ(p.processes.size(), 5u);
+  for (int rank = 0; rank < 4; ++rank) {
+    const PlannedProcess& e = p.processes[rank];
+    EXPECT_EQ(e.name, "engine-rank" + std::to_string(rank));
+    EXPECT_EQ(e.log, "server-rank" + std::to_string(rank) + ".log");
+    EXPECT_EQ(e.rank, rank);
+    auto after = [&](const std::string& flag) {
+      auto it = std::find(e.argv.begin(), e.argv.end(), flag);
+      return it == e.argv.end() || it + 1 == e.argv.end() ? std::string("<none>") : *(it + 1);
+    };
+    EXPECT_EQ(after("--port"), std::to_string(30010 + rank));
+    EXPECT_EQ(after("--data-parallel-rank"), std::to_string(rank));
+    EXPECT_EQ(after("--data-parallel-rpc-port"), "30001");
+    EXPECT_EQ(e.readiness[0].url, "http://localhost:" + std::to_string(30010 + rank) + "/health");
+    EXPECT_EQ(p.ranks[rank].ports, (PortList{{"ENGINE_PORT", 30010 + rank}}));
+  }
+  const std::vector<std::string>& router = p.processes[4].argv;
+  auto urls = std::find(router.begin(), router.end(), "--worker-urls");
+  ASSERT_NE(urls, router.end());
+  EXPECT_EQ(std::vector<std::string>(urls + 1, urls + 5),
+            (std::vector<std::string>{"http://localhost:30010", "http://localhost:30011", "http://localhost:30012",
+                                      "http://localhost:30013"}));
+  EXPECT_EQ(*(urls + 5), "--policy");
+  EXPECT_EQ(std::find(router.begin(), router.end(), "--intra-node-data-parallel-size"), router.end());
+  EXPECT_EQ(p.processes[4].rank, -1);
+  for (const auto& [k, v] : p.client_env) {
+    if (k == "AIPERF_SERVER_METRICS_URLS") {
+      EXPECT_EQ(v, "http://localhost:30010/metrics");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ix

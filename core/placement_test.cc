@@ -290,7 +290,7 @@ LaunchPlan Dp3() {
   plan.gpus = 3;
   plan.tp = 1;
   plan.dp = 3;
-  for (int64_t i = 0; i < 3; ++i) plan.ranks.push_back(PlannedRank{i, {i}});
+  for (int64_t i = 0; i < 3; ++i) plan.ranks.push_back(PlannedRank{i, {i}, {}});
   plan.host_memory.push_back(PlannedHostMemory{"tables", HostMemoryNeed::Per::kDpRank, 10 * kGiB, 3, 30 * kGiB});
   return plan;
 }
@@ -347,7 +347,7 @@ TEST(Placement, PerGpuAndPerStepNeedsAndARankSpanningNodes) {
   plan.gpus = 4;
   plan.tp = 2;
   plan.dp = 2;
-  plan.ranks = {PlannedRank{0, {0, 1}}, PlannedRank{1, {2, 3}}};
+  plan.ranks = {PlannedRank{0, {0, 1}, {}}, PlannedRank{1, {2, 3}, {}}};
   plan.host_memory = {
       PlannedHostMemory{"tables", HostMemoryNeed::Per::kDpRank, 100 * kGiB, 2, 200 * kGiB},
       PlannedHostMemory{"kv", HostMemoryNeed::Per::kGpu, 8 * kGiB, 4, 32 * kGiB},

@@ -184,6 +184,7 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
     ProbeResult last;
     std::optional<ProbeResult> last_full;  // the last probe that had all of options.probe.timeout
     int probes = 0;
+    auto gap = std::min(options.first_interval, options.interval);
     for (;;) {
       if (options.abort) {
         if (std::optional<std::string> why = options.abort()) {
@@ -213,7 +214,8 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
         return Error{name + " not ready after " + Seconds(now - start) + " s (" + std::to_string(probes) +
                      " probes); last: " + what};
       }
-      const auto next = std::min<Clock::time_point>(probe_start + options.interval, options.deadline);
+      const auto next = std::min<Clock::time_point>(probe_start + gap, options.deadline);
+      gap = std::min(gap * 2, options.interval);
       if (next > now) std::this_thread::sleep_until(next);
     }
   }

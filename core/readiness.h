@@ -81,7 +81,12 @@ ProbeResult ProbeModelsNonEmpty(const std::string& url, std::chrono::millisecond
 // (a default time_point is long past: one probe per check).
 struct WaitReadyOptions {
   std::chrono::steady_clock::time_point deadline;  // give up after this
-  std::chrono::milliseconds interval{20};          // from one probe's start to the next
+  // From one probe's start to the next: first_interval after the first
+  // failed probe of a check, doubling up to interval. A server that comes
+  // up fast is seen within a millisecond or two; a slow one costs one probe
+  // per interval.
+  std::chrono::milliseconds first_interval{1};
+  std::chrono::milliseconds interval{20};
   ProbeOptions probe;                              // each probe is also cut at the deadline
   // Asked before every probe; a reason stops the wait (e.g. "engine (pid
   // 12) exited with status 1"). Empty = never.

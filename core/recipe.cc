@@ -170,9 +170,42 @@ class Loader {
     return out;
   }
 
+  // A list of strings, {per_rank: T} and (when allowed) {per_gpu: T}.
+  std::vector<ListArg> LoadListArgs(const YAML::Node& list, const std::string& field, bool per_gpu) {
+    r_.RequireSequence(list, field);
+    std::vector<ListArg> out;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string f = Index(field, i);
+      const YAML::Node& item = list[i];
+      ListArg a;
+      if (item.IsMap()) {
+        if (per_gpu) {
+          r_.CheckKeys(item, f, {"per_rank", "per_gpu"});
+        } else {
+          r_.CheckKeys(item, f, {"per_rank"});
+        }
+        if (item.size() != 1) r_.Fail(item, f, per_gpu ? "give exactly one of per_rank, per_gpu" : "give per_rank");
+        const bool rank = static_cast<bool>(item["per_rank"]);
+        a.kind = rank ? ListArg::Kind::kPerRank : ListArg::Kind::kPerGpu;
+        a.text = Tmpl(rank ? item["per_rank"] : item["per_gpu"], Child(f, rank ? "per_rank" : "per_gpu"));
+      } else if (item.IsScalar()) {
+        a.text = Tmpl(item, f);
+      } else {
+        r_.Fail(item, f, per_gpu ? "expected a string, {per_rank: TEMPLATE} or {per_gpu: TEMPLATE}"
+                                 : "expected a string or {per_rank: TEMPLATE}");
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
   ProcessTemplate LoadProcess(const YAML::Node& node, const std::string& field,
                               const std::string& default_log) {
-    r_.CheckKeys(node, field, {"log", "argv", "env", "readiness"});
+    if (field == "engine") {
+      r_.CheckKeys(node, field, {"log", "argv", "env", "readiness", "numa_flags"});
+    } else {
+      r_.CheckKeys(node, field, {"log", "argv", "env", "readiness"});
+    }
     ProcessTemplate p;
     p.name = field;
     p.log = default_log;
@@ -210,6 +243,7 @@ class Loader {
       p.argv.push_back(std::move(a));
     }
     if (node["env"]) p.env = LoadEnv(node["env"], Child(field, "env"));
+    if (node["numa_flags"]) p.numa_flags = LoadListArgs(node["numa_flags"], Child(field, "numa_flags"), true);
     if (node["readiness"]) {
       const std::string rf = Child(field, "readiness");
       const YAML::Node list = node["readiness"];
@@ -232,8 +266,8 @@ class Loader {
     const std::string field = Child("arms", name);
     if (!IsLowerName(name)) r_.Fail(key, field, "arm names are lower-case letters and digits");
     r_.CheckKeys(node, field,
-                 {"gpus", "tp", "ep", "dp", "router", "cudagraph_batch_multiplier", "ports", "vars",
-                  "fragments", "engine_env", "client_env"});
+                 {"gpus", "tp", "ep", "dp", "router", "dp_layout", "rank_ports",
+                  "cudagraph_batch_multiplier", "ports", "vars", "fragments", "engine_env", "client_env"});
     Arm arm;
     arm.name = name;
     arm.where = r_.Where(key);
@@ -249,6 +283,10 @@ class Loader {
       r_.Fail(node["ep"], Child(field, "ep"), "ep must divide gpus (" + std::to_string(arm.gpus) + ")");
     }
     if (node["router"]) arm.router = r_.Bool(node["router"], Child(field, "router"));
+    if (node["dp_layout"]) {
+      arm.dp_layout = r_.Choice(node["dp_layout"], Child(field, "dp_layout"), {"engine", "rank-process"}) == "engine"
+                          ? DpLayout::kEngine : DpLayout::kRankProcess;
+    }
     if (node["cudagraph_batch_multiplier"]) {
       arm.capture_batch_multiplier = r_.PositiveInt(node["cudagraph_batch_multiplier"],
                                                     Child(field, "cudagraph_batch_multiplier"));
@@ -263,6 +301,24 @@ class Loader {
         r_.Fail(ports[i], f, "port '" + p + "' given twice");
       }
       arm.ports.push_back(p);
+    }
+    if (node["rank_ports"]) {
+      const std::string rf = Child(field, "rank_ports");
+      if (arm.dp_layout != DpLayout::kRankProcess) {
+        r_.Fail(node["rank_ports"], rf, "rank ports need dp_layout: rank-process (one engine process per rank)");
+      }
+      r_.RequireSequence(node["rank_ports"], rf);
+      for (size_t i = 0; i < node["rank_ports"].size(); ++i) {
+        const YAML::Node& item = node["rank_ports"][i];
+        const std::string f = Index(rf, i);
+        const std::string p = r_.String(item, f);
+        if (!IsUpperName(p)) r_.Fail(item, f, "port names are upper-case letters, digits and '_'");
+        if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end() ||
+            std::find(arm.rank_ports.begin(), arm.rank_ports.end(), p) != arm.rank_ports.end()) {
+          r_.Fail(item, f, "port '" + p + "' given twice");
+        }
+        arm.rank_ports.push_back(p);
+      }
     }
     if (node["vars"]) {
       const std::string vf = Child(field, "vars");
@@ -282,8 +338,8 @@ class Loader {
       for (const auto& kv : node["fragments"]) {
         const std::string f = r_.String(kv.first, ff);
         if (!seen.insert(f).second) r_.Fail(kv.first, Child(ff, f), "given twice");
-        arm.fragments.emplace_back(f, kv.second.IsNull() ? std::vector<LocatedTemplate>{}
-                                                         : LoadTemplateList(kv.second, Child(ff, f)));
+        arm.fragments.emplace_back(f, kv.second.IsNull() ? std::vector<ListArg>{}
+                                                         : LoadListArgs(kv.second, Child(ff, f), false));
       }
     }
     if (node["engine_env"]) arm.engine_env = LoadEnv(node["engine_env"], Child(field, "engine_env"));
@@ -307,33 +363,57 @@ class Loader {
     for (const auto& v : recipe.variables) declare(v.name, "a recipe variable");
     if (recipe.capture) declare(recipe.capture->variable, "the cudagraph_capture variable");
     for (const auto& p : arm.ports) declare(p, "a port of the arm");
+    for (const auto& p : arm.rank_ports) declare(p, "a rank port of the arm");
     for (const auto& [v, t] : arm.vars) declare(v, "an arm variable");
+    for (const auto& g : PerGpuVariables()) declare(g, "a per_gpu variable");
 
     std::vector<std::string> known;
     for (const auto& [n, what] : scope) known.push_back(n);
-    auto check = [&](const LocatedTemplate& t) {
+    // Where a template is rendered: DP_RANK has a value only per rank, the
+    // per-GPU names only per GPU.
+    struct Context {
+      bool rank = false;
+      bool gpu = false;
+    };
+    const bool rank_engine = arm.dp_layout == DpLayout::kRankProcess;
+    auto check = [&](const LocatedTemplate& t, Context c) {
       for (const auto& v : t.tmpl.Variables()) {
         if (!scope.count(v)) {
           throw YamlError(t.ref.Describe() + ": unknown variable ${" + v + "} in arm '" + arm.name +
                           "'; declared: " + JoinNames(known));
         }
+        if (v == "DP_RANK" && !c.rank) {
+          throw YamlError(t.ref.Describe() + ": ${DP_RANK} in arm '" + arm.name + "' has no value here; it is "
+                          "set only in the engine of a dp_layout: rank-process arm and in {per_rank: ...} items");
+        }
+        if (!c.gpu && std::find(PerGpuVariables().begin(), PerGpuVariables().end(), v) != PerGpuVariables().end()) {
+          throw YamlError(t.ref.Describe() + ": ${" + v + "} has a value only in {per_gpu: ...} items of engine.numa_flags");
+        }
       }
     };
-    auto check_env = [&](const std::vector<EnvTemplate>& env) {
-      for (const auto& e : env) check(e.value);
+    auto check_list = [&](const std::vector<ListArg>& list, Context c) {
+      for (const ListArg& a : list) {
+        Context ac = c;
+        if (a.kind == ListArg::Kind::kPerRank) ac.rank = true;
+        if (a.kind == ListArg::Kind::kPerGpu) ac.gpu = true;
+        check(a.text, ac);
+      }
     };
-    auto fragment = [&](const std::string& name) -> const std::vector<LocatedTemplate>* {
+    auto check_env = [&](const std::vector<EnvTemplate>& env, Context c) {
+      for (const auto& e : env) check(e.value, c);
+    };
+    auto fragment = [&](const std::string& name) -> const std::vector<ListArg>* {
       for (const auto& [n, f] : arm.fragments) {
         if (n == name) return &f;
       }
       return nullptr;
     };
     std::set<std::string> spliced;
-    auto check_process = [&](const ProcessTemplate& p) {
+    auto check_process = [&](const ProcessTemplate& p, Context c) {
       for (const ArgTemplate& a : p.argv) {
         switch (a.kind) {
           case ArgTemplate::Kind::kText:
-            check(a.text);
+            check(a.text, c);
             break;
           case ArgTemplate::Kind::kSplice: {
             const auto* f = fragment(a.fragment);
@@ -343,7 +423,7 @@ class Loader {
                               " (an empty list is fine)");
             }
             spliced.insert(a.fragment);
-            for (const auto& t : *f) check(t);
+            check_list(*f, c);
             break;
           }
           case ArgTemplate::Kind::kWhen:
@@ -351,20 +431,21 @@ class Loader {
               throw YamlError(a.ref.Describe() + ": 'when' names '" + a.when +
                               "', which is not a recipe variable");
             }
-            for (const auto& t : a.args) check(t);
+            for (const auto& t : a.args) check(t, c);
             break;
         }
       }
-      check_env(p.env);
-      for (const auto& r : p.readiness) check(r.url);
+      check_env(p.env, c);
+      for (const auto& r : p.readiness) check(r.url, c);
+      check_list(p.numa_flags, c);
     };
-    check_process(recipe.engine);
+    check_process(recipe.engine, Context{rank_engine, false});
     if (arm.router) {
       if (!recipe.router) {
         throw YamlError(arm.where + ": field '" + field + ".router': the arm uses a router but the "
                         "recipe has no 'router' section");
       }
-      check_process(*recipe.router);
+      check_process(*recipe.router, Context{});
     }
     for (const auto& [n, f] : arm.fragments) {
       if (!spliced.count(n)) {
@@ -372,10 +453,10 @@ class Loader {
                         "': fragment is never spliced into a command");
       }
     }
-    check_env(arm.engine_env);
-    check_env(recipe.client_env);
-    check_env(arm.client_env);
-    for (const auto& [v, t] : arm.vars) check(t);
+    check_env(arm.engine_env, Context{rank_engine, false});
+    check_env(recipe.client_env, Context{});
+    check_env(arm.client_env, Context{});
+    for (const auto& [v, t] : arm.vars) check(t, Context{});
 
     // Arm variables may reference each other; reject cycles now so that
     // rendering can recurse without limits.
@@ -421,9 +502,18 @@ const char* PerName(HostMemoryNeed::Per per) {
 }
 
 const std::vector<std::string>& BuiltinVariables() {
-  static const std::vector<std::string> kNames = {"RECIPE", "ARM", "CONC", "EVAL_ONLY",
-                                                  "GPUS",   "TP",  "EP",   "DP"};
+  static const std::vector<std::string> kNames = {"RECIPE", "ARM", "CONC", "EVAL_ONLY", "GPUS",
+                                                  "TP",     "EP",  "DP",   "DP_RANK"};
   return kNames;
+}
+
+const std::vector<std::string>& PerGpuVariables() {
+  static const std::vector<std::string> kNames = {"GPU_NUMA", "GPU_CPUS"};
+  return kNames;
+}
+
+const char* DpLayoutName(DpLayout layout) {
+  return layout == DpLayout::kEngine ? "engine" : "rank-process";
 }
 
 const Arm* Recipe::FindArm(const std::string& arm_name) const {

@@ -6,8 +6,10 @@
 // Invariants after a successful load: every `${NAME}` in every template an
 // arm uses names something that exists for that arm (a builtin, a recipe
 // variable, an arm variable, one of the arm's ports or the CUDA-graph capture
-// variable); every fragment the engine splices is defined by every arm; arm
-// variables do not reference themselves in a cycle; tp x dp == gpus.
+// variable; DP_RANK and the per-GPU names only where they have a value);
+// every fragment the engine splices is defined by every arm; arm variables
+// do not reference themselves in a cycle; tp x dp == gpus; rank ports only
+// in rank-process arms.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +55,16 @@ struct EnvTemplate {
   LocatedTemplate value;
 };
 
+// An element of a list that may repeat per rank or per GPU: kText renders
+// once; kPerRank once per DP rank (DP_RANK and the rank ports set to that
+// rank's); kPerGpu once per GPU of the step (GPU_NUMA and GPU_CPUS set to
+// that GPU's placement; engine.numa_flags only).
+struct ListArg {
+  enum class Kind { kText, kPerRank, kPerGpu };
+  Kind kind = Kind::kText;
+  LocatedTemplate text;
+};
+
 // A readiness check: an HTTP GET that must answer 200 (kHttpOk), or answer
 // 200 with an OpenAI model list holding at least one model (kModelsNonEmpty).
 struct ReadinessTemplate {
@@ -68,6 +80,10 @@ struct ProcessTemplate {
   std::vector<ArgTemplate> argv;
   std::vector<EnvTemplate> env;
   std::vector<ReadinessTemplate> readiness;
+  // engine only: flags that let one engine process place each of its GPU
+  // workers on the GPU's NUMA node (vLLM's --numa-bind-nodes ...). Appended
+  // at step time when the ranks of a single engine process span NUMA nodes.
+  std::vector<ListArg> numa_flags;
 };
 
 // A recipe variable: a default, an optional eval-only value, and whether
@@ -98,15 +114,27 @@ struct HostMemoryNeed {
 };
 const char* PerName(HostMemoryNeed::Per per);
 
+// How the DP ranks of an arm run: kEngine, one engine process serving all
+// ranks (vllm serve --data-parallel-size N; the InferenceX layout); or
+// kRankProcess, one engine process per rank (vLLM external load balancing:
+// --data-parallel-rank r, each on its own port, each bound to its GPU's
+// NUMA node).
+enum class DpLayout { kEngine, kRankProcess };
+const char* DpLayoutName(DpLayout layout);
+
 // An arm: one parallelism layout.
 struct Arm {
   std::string name;
   int64_t gpus = 0, tp = 0, ep = 0, dp = 0;
   bool router = false;
+  DpLayout dp_layout = DpLayout::kEngine;
+  // rank-process: ports leased once per rank; in a rank's engine (and in
+  // per_rank items) the name is that rank's port, elsewhere rank 0's.
+  std::vector<std::string> rank_ports;
   int64_t capture_batch_multiplier = 1;
   std::vector<std::string> ports;  // leased, in order
   std::vector<std::pair<std::string, LocatedTemplate>> vars;
-  std::vector<std::pair<std::string, std::vector<LocatedTemplate>>> fragments;
+  std::vector<std::pair<std::string, std::vector<ListArg>>> fragments;
   std::vector<EnvTemplate> engine_env;  // added to (or replacing) the engine's
   std::vector<EnvTemplate> client_env;  // added to (or replacing) the client's
   std::string where;
@@ -130,8 +158,13 @@ struct Recipe {
   const RecipeVariable* FindVariable(const std::string& name) const;
 };
 
-// Names every arm can use without declaring them.
+// Names every arm can use without declaring them. DP_RANK is the rank of
+// the process being rendered (rank-process engines, per_rank items); "0"
+// elsewhere is never rendered: the loader rejects DP_RANK there.
 const std::vector<std::string>& BuiltinVariables();
+// The names a per_gpu item of engine.numa_flags renders against: the GPU's
+// NUMA node and its CPU share in list syntax ("0-15,64-79").
+const std::vector<std::string>& PerGpuVariables();
 
 Result<Recipe> LoadRecipeFile(const std::string& path);
 Result<Recipe> LoadRecipeString(const std::string& text, const std::string& name);

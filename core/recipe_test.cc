@@ -54,10 +54,14 @@ TEST(Recipe, MinimalLoads) {
   EXPECT_EQ(r.value().engine.argv.size(), 6u);
 }
 
-TEST(Recipe, TheShippedRecipeLoadsWithItsThreeArms) {
+TEST(Recipe, TheShippedRecipeLoadsWithItsArms) {
   Result<Recipe> r = LoadRecipeByName(kRecipeDir, "dsv41flash-fp4-b300-vllm");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r.value().ArmNames(), (std::vector<std::string>{"tp4", "tep4", "dep4"}));
+  EXPECT_EQ(r.value().ArmNames(), (std::vector<std::string>{"tp4", "tep4", "dep4", "dep4-rankproc"}));
+  EXPECT_EQ(r.value().FindArm("dep4")->dp_layout, DpLayout::kEngine);
+  EXPECT_EQ(r.value().FindArm("dep4-rankproc")->dp_layout, DpLayout::kRankProcess);
+  EXPECT_EQ(r.value().FindArm("dep4-rankproc")->rank_ports, std::vector<std::string>{"ENGINE_PORT"});
+  EXPECT_EQ(r.value().engine.numa_flags.size(), 5u);
   ASSERT_EQ(r.value().host_memory.size(), 1u);
   EXPECT_EQ(r.value().host_memory[0].bytes, 189ull << 30);
   EXPECT_EQ(r.value().host_memory[0].per, HostMemoryNeed::Per::kDpRank);
@@ -119,6 +123,36 @@ TEST(Recipe, StructuralRules) {
             std::string::npos);
   EXPECT_NE(LoadError(Replace(kMinimal, "\"${MODEL}\"", "\"$MODEL\"")).find("lone '$'"), std::string::npos);
   EXPECT_NE(LoadError(Replace(kMinimal, "name: mini", "name: Mini/../x")).find("is not a recipe name"),
+            std::string::npos);
+}
+
+// DP_RANK, rank ports, per_rank and per_gpu items only where they have a value.
+TEST(Recipe, RankAndGpuNamesOnlyWhereTheyHaveAValue) {
+  EXPECT_NE(LoadError(Replace(kMinimal, "[-tp, \"${TP}\"]", "[-tp, \"${DP_RANK}\"]"))
+                .find("${DP_RANK} in arm 'tp2' has no value here"),
+            std::string::npos);
+  EXPECT_NE(LoadError(Replace(kMinimal, "    ports: [PORT]\n", "    ports: [PORT]\n    rank_ports: [RP]\n"))
+                .find("field 'arms.tp2.rank_ports': rank ports need dp_layout: rank-process"),
+            std::string::npos);
+  EXPECT_NE(LoadError(Replace(kMinimal, "    ep: 1\n", "    ep: 1\n    dp_layout: ranks\n"))
+                .find("allowed: engine, rank-process"),
+            std::string::npos);
+  EXPECT_NE(LoadError(Replace(kMinimal, "[-tp, \"${TP}\"]", "[-tp, {per_gpu: \"${GPU_NUMA}\"}]"))
+                .find("unknown field; allowed: per_rank"),
+            std::string::npos);
+  EXPECT_NE(LoadError(Replace(kMinimal, "  readiness:\n", "  numa_flags: [--n, \"${GPU_NUMA}\"]\n  readiness:\n"))
+                .find("${GPU_NUMA} has a value only in {per_gpu: ...} items"),
+            std::string::npos);
+  // A rank-process arm: DP_RANK and a rank port in the engine are fine.
+  std::string rp = Replace(kMinimal, "    ep: 1\n    dp: 1\n", "    ep: 1\n    dp: 1\n    dp_layout: rank-process\n");
+  rp = Replace(rp, "    vars: {ENGINE_PORT: \"${PORT}\"}\n", "    rank_ports: [ENGINE_PORT]\n");
+  rp = Replace(rp, "[-tp, \"${TP}\"]", "[-tp, \"${TP}\", --rank, \"${DP_RANK}\"]");
+  Result<Recipe> ok = LoadRecipeString(rp, "r.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok.value().arms[0].rank_ports, std::vector<std::string>{"ENGINE_PORT"});
+  // ... but not in the client environment, which is not rendered per rank.
+  EXPECT_NE(LoadError(Replace(rp, "URL: http://localhost:${PORT}", "URL: \"${DP_RANK}\""))
+                .find("has no value here"),
             std::string::npos);
 }
 

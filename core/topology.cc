@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -306,7 +307,12 @@ NumaNode* Topology::FindNuma(int os_index) {
 std::vector<int> Topology::AllCpus() const {
   std::vector<int> out;
   for (const Core& c : cores) out.insert(out.end(), c.cpus.begin(), c.cpus.end());
+  // A topology without cores (DiscoverCpusAndNodes) has its CPUs in its nodes.
+  if (cores.empty()) {
+    for (const NumaNode& n : numa_nodes) out.insert(out.end(), n.cpus.begin(), n.cpus.end());
+  }
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
@@ -455,6 +461,43 @@ class SystemHostProbe : public HostProbe {
 };
 
 }  // namespace
+
+Result<Topology> DiscoverCpusAndNodes(const std::string& system_dir) {
+  Topology t;
+  t.source = "this machine";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(system_dir + "/node", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("node", 0) != 0 || name.size() == 4 ||
+        name.find_first_not_of("0123456789", 4) != std::string::npos) {
+      continue;
+    }
+    int err = 0;
+    const std::string path = entry.path().string() + "/cpulist";
+    const std::string text = ReadFileText(path, &err);
+    if (err) return Error{"cannot read " + path + ": " + std::strerror(err)};
+    Result<std::vector<int>> cpus = ParseIdList(text, path);
+    if (!cpus) return cpus.error();
+    NumaNode n;
+    n.os_index = std::atoi(name.c_str() + 4);
+    n.cpus = cpus.value();
+    t.numa_nodes.push_back(std::move(n));
+  }
+  if (t.numa_nodes.empty()) {
+    int err = 0;
+    const std::string path = system_dir + "/cpu/online";
+    const std::string text = ReadFileText(path, &err);
+    if (err) return Error{"cannot read " + path + ": " + std::strerror(err)};
+    Result<std::vector<int>> cpus = ParseIdList(text, path);
+    if (!cpus) return cpus.error();
+    NumaNode n;
+    n.cpus = cpus.value();
+    t.numa_nodes.push_back(std::move(n));
+  }
+  std::sort(t.numa_nodes.begin(), t.numa_nodes.end(),
+            [](const NumaNode& a, const NumaNode& b) { return a.os_index < b.os_index; });
+  return t;
+}
 
 std::unique_ptr<HostProbe> MakeSystemHostProbe(std::string node_dir, std::string shm_dir) {
   return std::make_unique<SystemHostProbe>(std::move(node_dir), std::move(shm_dir));

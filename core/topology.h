@@ -88,6 +88,11 @@ struct Topology {
 // hwloc discovery of this machine, I/O devices included. Disallowed CPUs and
 // nodes are kept (the step's own limits come from HostProbe::AllowedCpus).
 Result<Topology> DiscoverTopology();
+// Only the CPUs and NUMA nodes of this machine (no cores, GPUs or memory),
+// from sysfs: `system_dir`/node/node<N>/cpulist, or one node 0 holding
+// `system_dir`/cpu/online on a kernel without NUMA. Enough to check a binding
+// (PreparedBinding) at a fraction of hwloc's discovery time.
+Result<Topology> DiscoverCpusAndNodes(const std::string& system_dir = "/sys/devices/system");
 // The same from an hwloc 2.x XML file (lstopo --of xml). An unreadable or
 // malformed file is an Error naming the file.
 Result<Topology> LoadTopologyXml(const std::string& path);

@@ -463,3 +463,48 @@ TEST(Topology, JsonAndSummary) {
 
 }  // namespace
 }  // namespace ix
+
+namespace ix {
+namespace {
+
+// A sysfs tree written by the test: nodes 0 and 1, or only cpu/online.
+TEST(DiscoverCpusAndNodes, ReadsNodesFromSysfsAndFallsBackToOnlineCpus) {
+  const std::string dir = ::testing::TempDir() + "/sysfs-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir + "/node/node1");
+  std::filesystem::create_directories(dir + "/node/node0");
+  std::filesystem::create_directories(dir + "/node/power");  // not a node
+  std::filesystem::create_directories(dir + "/cpu");
+  std::ofstream(dir + "/node/node0/cpulist") << "0-3,8-11\n";
+  std::ofstream(dir + "/node/node1/cpulist") << "4-7,12-15\n";
+  std::ofstream(dir + "/cpu/online") << "0-15\n";
+  Result<Topology> t = DiscoverCpusAndNodes(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t.value().numa_nodes.size(), 2u);
+  EXPECT_EQ(t.value().numa_nodes[0].os_index, 0);
+  EXPECT_EQ(t.value().numa_nodes[1].cpus, (std::vector<int>{4, 5, 6, 7, 12, 13, 14, 15}));
+  EXPECT_EQ(FormatIdList(t.value().AllCpus()), "0-15");
+
+  std::filesystem::remove_all(dir + "/node");
+  t = DiscoverCpusAndNodes(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t.value().numa_nodes.size(), 1u);
+  EXPECT_EQ(FormatIdList(t.value().numa_nodes[0].cpus), "0-15");
+
+  std::filesystem::remove_all(dir);
+  t = DiscoverCpusAndNodes(dir);
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("/cpu/online"), std::string::npos) << t.error().message;
+}
+
+// On this machine the cheap discovery agrees with hwloc about CPUs and nodes.
+TEST(DiscoverCpusAndNodes, AgreesWithHwlocHere) {
+  Result<Topology> fast = DiscoverCpusAndNodes();
+  Result<Topology> full = DiscoverTopology();
+  ASSERT_TRUE(fast) << fast.error().message;
+  ASSERT_TRUE(full) << full.error().message;
+  EXPECT_EQ(fast.value().AllCpus(), full.value().AllCpus());
+  EXPECT_EQ(fast.value().NumaNodesWithCpus(), full.value().NumaNodesWithCpus());
+}
+
+}  // namespace
+}  // namespace ix

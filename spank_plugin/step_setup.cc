@@ -7,10 +7,34 @@
 
 namespace ix {
 
+bool RanksSpanNumaNodes(const Placement& placement) {
+  std::set<int> nodes;
+  for (const RankPlacement& r : placement.ranks) nodes.insert(r.numa);
+  return nodes.size() > 1;
+}
+
+std::vector<GpuPlace> GpuPlacesFor(const LaunchPlan& plan, const Placement& placement) {
+  std::vector<GpuPlace> places(static_cast<size_t>(plan.gpus));
+  for (size_t i = 0; i < plan.ranks.size() && i < placement.ranks.size(); ++i) {
+    for (int64_t g : plan.ranks[i].gpus) {
+      if (g >= 0 && g < plan.gpus) places[static_cast<size_t>(g)] = {placement.ranks[i].numa, FormatIdList(placement.ranks[i].cpus)};
+    }
+  }
+  return places;
+}
+
 Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const LaunchPlan& plan,
                                                                        const Placement& placement) {
   std::vector<std::pair<std::string, BindingTarget>> out;
   if (placement.ranks.empty()) return out;
+  const BindingTarget rank0 = BindingTargetOf(placement.ranks[0]);
+  if (plan.dp_layout == DpLayout::kRankProcess) {
+    for (const PlannedProcess& p : plan.processes) {
+      const bool own = p.rank >= 0 && static_cast<size_t>(p.rank) < placement.ranks.size();
+      out.emplace_back(p.name, own ? BindingTargetOf(placement.ranks[static_cast<size_t>(p.rank)]) : rank0);
+    }
+    return out;
+  }
   std::set<int> nodes;
   std::vector<int> cpus;
   for (const RankPlacement& r : placement.ranks) {
@@ -19,16 +43,22 @@ Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const Lau
   }
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-  if (nodes.size() > 1) {
+  if (nodes.size() > 1 && !plan.worker_numa_flags) {
     std::vector<int> v(nodes.begin(), nodes.end());
     return Error{plan.arm + ": the ranks of the single engine process span NUMA nodes " +
-                 FormatIdList(v) + " and the recipe declares no per-worker NUMA binding; "
-                 "give the step GPUs of one NUMA node or use --inferencex-placement=warn"};
+                 FormatIdList(v) + " and the recipe declares no per-worker NUMA flags "
+                 "(engine.numa_flags); give the step GPUs of one NUMA node, use an arm with "
+                 "dp_layout: rank-process, or --inferencex-placement=warn"};
   }
   for (const PlannedProcess& p : plan.processes) {
+    if (p.name != "engine") {
+      out.emplace_back(p.name, rank0);
+      continue;
+    }
     BindingTarget t;
-    t.numa = *nodes.begin();
-    t.cpus = p.name == "engine" ? cpus : placement.ranks[0].cpus;
+    t.cpus = cpus;
+    // Spanning nodes, the engine binds each worker's memory itself.
+    if (nodes.size() == 1) t.numa = *nodes.begin();
     out.emplace_back(p.name, t);
   }
   return out;
@@ -37,18 +67,13 @@ Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const Lau
 std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetup& s, int ready_fd,
                                    pid_t client_pid) {
   std::vector<std::string> a = {stepd_path,
-                                "--recipe-dir", s.recipe_dir,
-                                "--recipe", s.recipe,
-                                "--arm", s.request.arm,
-                                "--conc", std::to_string(s.request.conc),
+                                "--plan", s.run_dir + "/plan.json",
                                 "--run-dir", s.run_dir,
                                 "--result-dir", s.result_dir,
                                 "--ready-timeout", std::to_string(s.ready_timeout_s),
                                 "--ready-fd", std::to_string(ready_fd),
                                 "--client-pid", std::to_string(client_pid)};
-  if (s.request.eval_only) a.push_back("--eval-only");
-  for (const auto& [k, v] : s.request.overrides) a.insert(a.end(), {"--set", k + "=" + v});
-  for (const auto& [k, v] : s.request.ports) a.insert(a.end(), {"--port", k + "=" + std::to_string(v)});
+  if (!s.agent_socket.empty()) a.insert(a.end(), {"--agent-socket", s.agent_socket, "--step", s.step_id});
   for (const auto& [name, t] : s.bindings) {
     if (t.cpus.empty()) continue;
     std::string b = name + "=" + FormatIdList(t.cpus);

@@ -25,18 +25,27 @@ struct StepSetup {
   std::vector<std::string> placement_notes;  // problems accepted under warn
   std::string run_dir;     // per-step state, owned by the job user
   std::string result_dir;  // logs and failure.json
+  std::string agent_socket;  // the node agent's event socket; "" = none
   int ready_timeout_s = 3600;
 };
 
-// Bindings per started process from a placement: the engine runs all ranks,
-// so it is bound to the union of their CPUs and to their NUMA node when they
-// share one; ranks on several nodes are an Error (the engine layout cannot
-// bind per rank; never silently bind all ranks to one node). The router is
-// bound to rank 0's CPUs.
+// Bindings per started process from a placement. rank-process layout: each
+// engine process to its rank's NUMA node and CPUs. engine layout: the one
+// engine runs all ranks, so it is bound to the union of their CPUs and to
+// their NUMA node when they share one; when they span nodes, to the CPUs
+// only if the plan carries the recipe's per-worker NUMA flags
+// (plan.worker_numa_flags), else an Error (never silently bind all ranks to
+// one node). Every other process (the router) gets rank 0's.
 Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const LaunchPlan& plan,
                                                                        const Placement& placement);
 
-// argv of ix-stepd for this step (no shell).
+// Whether the placed ranks use more than one NUMA node.
+bool RanksSpanNumaNodes(const Placement& placement);
+// Per step-local GPU, its rank's NUMA node and CPUs (RenderRequest::gpu_places).
+std::vector<GpuPlace> GpuPlacesFor(const LaunchPlan& plan, const Placement& placement);
+
+// argv of ix-stepd for this step (no shell): the plan file the plugin wrote
+// (run_dir/plan.json) and the bindings.
 std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetup& setup,
                                    int ready_fd, pid_t client_pid);
 

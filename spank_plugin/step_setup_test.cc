@@ -49,7 +49,7 @@ TEST(StepSetup, RanksOnSeveralNodesAreNeverSilentlyBoundToOne) {
   EXPECT_NE(b.error().message.find("span NUMA nodes 0-1"), std::string::npos) << b.error().message;
 }
 
-TEST(StepSetup, StepdArgvCarriesEveryLeasedPortAndBinding) {
+TEST(StepSetup, StepdArgvCarriesThePlanFileAndEveryBinding) {
   StepSetup s = Dep4Setup();
   s.bindings = {{"engine", BindingTarget{{0, 1, 2, 3}, 0}}};
   const auto a = StepdArgv("/usr/libexec/inferencex/ix-stepd", s, 3, 4242);
@@ -60,14 +60,66 @@ TEST(StepSetup, StepdArgvCarriesEveryLeasedPortAndBinding) {
     return false;
   };
   EXPECT_EQ(a[0], "/usr/libexec/inferencex/ix-stepd");
-  EXPECT_TRUE(has("--arm", "dep4"));
-  EXPECT_TRUE(has("--conc", "64"));
-  EXPECT_TRUE(has("--port", "ENGINE_PORT=21007"));
-  EXPECT_TRUE(has("--port", "ROUTER_METRICS_PORT=21003"));
+  EXPECT_TRUE(has("--plan", "/run/inferencex/steps/7.0/plan.json"));
   EXPECT_TRUE(has("--bind", "engine=0-3@0"));
   EXPECT_TRUE(has("--client-pid", "4242"));
   EXPECT_TRUE(has("--ready-fd", "3"));
-  EXPECT_EQ(std::count(a.begin(), a.end(), "--eval-only"), 0);
+  EXPECT_EQ(std::count(a.begin(), a.end(), "--agent-socket"), 0);
+  s.agent_socket = "/run/inferencex/agent.sock";
+  const auto b = StepdArgv("/usr/libexec/inferencex/ix-stepd", s, 3, 4242);
+  EXPECT_NE(std::find(b.begin(), b.end(), "/run/inferencex/agent.sock"), b.end());
+  EXPECT_NE(std::find(b.begin(), b.end(), "7.0"), b.end());
+}
+
+// One engine process per rank, each bound to its own rank's node and CPUs.
+TEST(StepSetup, RankProcessEnginesAreEachBoundToTheirRank) {
+  Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
+  ASSERT_TRUE(r.ok());
+  RenderRequest req;
+  req.arm = "dep4-rankproc";
+  req.conc = 64;
+  Result<LaunchPlan> plan = RenderDryRun(r.value(), req);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  Placement p;
+  p.ranks = {RankPlacement{0, {0}, 0, {0, 1}, 0}, RankPlacement{1, {1}, 0, {2, 3}, 0},
+             RankPlacement{2, {2}, 1, {64, 65}, 0}, RankPlacement{3, {3}, 1, {66, 67}, 0}};
+  auto b = BindingsFor(plan.value(), p);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  ASSERT_EQ(b.value().size(), 5u);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(b.value()[rank].first, "engine-rank" + std::to_string(rank));
+    EXPECT_EQ(b.value()[rank].second.cpus, p.ranks[rank].cpus);
+    EXPECT_EQ(b.value()[rank].second.numa, p.ranks[rank].numa);
+  }
+  EXPECT_EQ(b.value()[4].first, "router");
+  EXPECT_EQ(b.value()[4].second.numa, 0);
+}
+
+// Spanning nodes, the one engine gets the recipe's per-worker NUMA flags
+// (one node and CPU list per GPU) and only a CPU binding of its own.
+TEST(StepSetup, AnEngineSpanningNodesGetsThePerWorkerNumaFlags) {
+  Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
+  ASSERT_TRUE(r.ok());
+  StepSetup s = Dep4Setup();
+  Placement p;
+  p.ranks = {RankPlacement{0, {2}, 0, {0, 1}, 0}, RankPlacement{1, {3}, 0, {2, 3}, 0},
+             RankPlacement{2, {4}, 1, {64, 65}, 0}, RankPlacement{3, {5}, 1, {66}, 0}};
+  ASSERT_TRUE(RanksSpanNumaNodes(p));
+  s.request.gpu_places = GpuPlacesFor(s.plan, p);
+  Result<LaunchPlan> plan = RenderPlan(r.value(), s.request);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_TRUE(plan.value().worker_numa_flags);
+  const std::vector<std::string>& argv = plan.value().processes[0].argv;
+  const std::vector<std::string> tail(argv.end() - 11, argv.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"--numa-bind", "--numa-bind-nodes", "0", "0", "1", "1",
+                                            "--numa-bind-cpus", "0-1", "2-3", "64-65", "66"}));
+  auto b = BindingsFor(plan.value(), p);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b.value()[0].second.cpus, (std::vector<int>{0, 1, 2, 3, 64, 65, 66}));
+  EXPECT_FALSE(b.value()[0].second.numa.has_value());
+  // Without spanning, the plan has no flags and the engine is bound to the node.
+  EXPECT_FALSE(RanksSpanNumaNodes(TwoRanksOn(1, 1)));
+  EXPECT_FALSE(s.plan.worker_numa_flags);
 }
 
 TEST(StepSetup, TaskEnvironmentPointsTheClientAtThePublicPort) {

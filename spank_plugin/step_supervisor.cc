@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 
+#include "core/event_sink.h"
 #include "core/file_text.h"
 #include "core/process.h"
 #include "core/process_watch.h"
@@ -52,7 +53,51 @@ struct Started {
   std::string log_path;
 };
 
+// {"engine":{"cpus":"0-15","mempolicy":"bind:0",...},...}: what each
+// started process actually got.
+std::string ObtainedJson(const std::vector<std::pair<std::string, Result<ProcBinding>>>& got) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  for (const auto& [name, b] : got) {
+    w.Key(name.c_str());
+    w.StartObject();
+    if (b) {
+      w.Key("cpus"); w.String(FormatIdList(b.value().cpus).c_str());
+      w.Key("mems_allowed"); w.String(FormatIdList(b.value().mems_allowed).c_str());
+      w.Key("mempolicy"); w.String(b.value().mempolicy.c_str());
+      w.Key("summary"); w.String(DescribeBinding(b.value()).c_str());
+    } else {
+      w.Key("error"); w.String(b.error().message.c_str());
+    }
+    w.EndObject();
+  }
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
 }  // namespace
+
+std::string NarrowVisibleDevices(const std::optional<std::string>& visible, const std::vector<int64_t>& gpus) {
+  std::vector<std::string> ids;
+  if (visible && !visible->empty()) {
+    size_t start = 0;
+    while (start <= visible->size()) {
+      const size_t comma = visible->find(',', start);
+      ids.push_back(visible->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  std::string out;
+  for (int64_t g : gpus) {
+    const std::string id = ids.empty() ? std::to_string(g)
+                           : g >= 0 && static_cast<size_t>(g) < ids.size() ? ids[static_cast<size_t>(g)]
+                                                                           : std::to_string(g);
+    out += (out.empty() ? "" : ",") + id;
+  }
+  return out;
+}
 
 std::string LogTail(const std::string& path, int lines) {
   int err = 0;
@@ -93,6 +138,7 @@ std::string FailureJson(const std::string& process, pid_t pid, const std::string
 int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
                   volatile const sig_atomic_t* stop_requested) {
   int ready_fd = o.ready_fd;
+  EventSink events(o.agent_socket);
   std::vector<Started> started;
   std::vector<ProcessId> known;  // descendants seen at readiness
   std::string failed_process;
@@ -123,6 +169,9 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     }
     stop_all();
     std::fprintf(stderr, "ix-stepd: step failed: %s\n", reason.c_str());
+    std::string record = json;
+    while (!record.empty() && record.back() == '\n') record.pop_back();
+    events.Send("failure", o.step, {}, {{"failure", record}});
     Report(ready_fd, "failed: " + reason);
     return 1;
   };
@@ -131,16 +180,23 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
   if (!watch_r) return fail(watch_r.error().message);
   ProcessWatch watch = std::move(watch_r).value();
 
+  // sysfs, not hwloc: a binding only needs this machine's CPUs and nodes.
   Result<Topology> machine = Topology{};
-  if (!o.bindings.empty()) machine = DiscoverTopology();
+  if (!o.bindings.empty()) machine = DiscoverCpusAndNodes();
   const std::vector<std::string> base_env = CurrentEnvironment();
+  const std::optional<std::string> visible = FindEnv(base_env, "CUDA_VISIBLE_DEVICES");
   SetState(o, "starting");
   std::vector<std::unique_ptr<PreparedBinding>> prepared;
+  std::vector<std::pair<std::string, Result<ProcBinding>>> obtained;
   for (const PlannedProcess& p : plan.processes) {
     SpawnSpec spec;
     spec.name = p.name;
     spec.argv = p.argv;
-    spec.env = BuildEnvironment(base_env, p.env);
+    EnvList env = p.env;
+    if (p.rank >= 0 && static_cast<size_t>(p.rank) < plan.ranks.size()) {
+      env.emplace_back("CUDA_VISIBLE_DEVICES", NarrowVisibleDevices(visible, plan.ranks[static_cast<size_t>(p.rank)].gpus));
+    }
+    spec.env = BuildEnvironment(base_env, env);
     spec.log_path = o.result_dir.empty() ? "" : o.result_dir + "/" + p.log;
     for (const auto& [name, target] : o.bindings) {
       if (name != p.name || !machine) continue;
@@ -157,7 +213,13 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     started.push_back(Started{&p, s.value(), spec.log_path});
     if (Status a = watch.AddChild(s.value().id, p.name); !a) return fail(a.error().message);
     std::fprintf(stderr, "ix-stepd: started %s (pid %d)\n", p.name.c_str(), static_cast<int>(s.value().id.pid));
+    events.Send("started", o.step, {{"process", p.name}}, {{"pid", std::to_string(s.value().id.pid)}});
+    // Spawn returns after the exec: the binding is in place to be read.
+    obtained.emplace_back(p.name, ReadProcBinding(s.value().id.pid));
   }
+  const std::string obtained_json = ObtainedJson(obtained);
+  if (!o.run_dir.empty()) WriteFileAtomic(o.run_dir + "/placement-obtained.json", obtained_json + "\n");
+  events.Send("placement", o.step, {}, {{"obtained", obtained_json}});
 
   // Readiness, process by process, in plan order (engine, then router).
   CurlProber prober;
@@ -202,6 +264,7 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
   SetState(o, "ready");
   Report(ready_fd, "ready");
   std::fprintf(stderr, "ix-stepd: ready\n");
+  events.Send("ready", o.step);
 
   // Liveness until the step ends.
   std::vector<int> misses(started.size(), 0);
@@ -243,6 +306,11 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
   }
   stop_all();
   SetState(o, "finished");
+  events.Send("finished", o.step);
+  if (events.dropped() > 0) {
+    std::fprintf(stderr, "ix-stepd: %llu events not delivered to the node agent: %s\n",
+                 static_cast<unsigned long long>(events.dropped()), events.last_error().c_str());
+  }
   return 0;
 }
 

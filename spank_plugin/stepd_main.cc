@@ -1,19 +1,20 @@
 // ix-stepd: the per-step supervisor the plugin starts from task_init of
-// local task 0 (as the job user, inside the container). It renders the
-// plan again from the same inputs the plugin used (recipe, arm,
-// concurrency, leased ports), runs it with StepSupervisor and reports
-// "ready" or "failed: ..." on --ready-fd. SIGTERM stops the step cleanly.
-// Its own output goes to a log file; it never holds the task's stdio.
+// local task 0 (as the job user, inside the container). It reads the plan
+// the plugin rendered (run_dir/plan.json: leased ports, and for an engine
+// whose ranks span NUMA nodes the recipe's per-worker NUMA flags), runs it
+// with StepSupervisor and reports "ready" or "failed: ..." on --ready-fd.
+// SIGTERM stops the step cleanly. Its own output goes to a log file; it
+// never holds the task's stdio.
 #include <signal.h>
 #include <sys/prctl.h>
 
 #include <boost/program_options.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
+#include "core/file_text.h"
 #include "core/launch_plan.h"
-#include "core/recipe.h"
-#include "core/recipe_dir.h"
 #include "core/topology.h"
 #include "spank_plugin/step_supervisor.h"
 
@@ -35,30 +36,26 @@ bool SplitPair(const std::string& s, std::string& k, std::string& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string recipe_dir, recipe_name, arm, run_dir, result_dir;
-  int64_t conc = 0;
+  std::string plan_path, run_dir, result_dir, agent_socket, step;
   int ready_fd = -1;
   double ready_timeout = 3600, health_ms = 250, grace_ms = 3000;
-  std::vector<std::string> sets, ports, binds;
+  std::vector<std::string> binds;
   std::vector<int> clients;
   po::options_description opts(
-      "Usage: ix-stepd --recipe NAME --arm ARM --conc N --port NAME=NUM... [OPTIONS]\n\n"
-      "Runs the engine (and router) of one job step, waits until they are ready,\n"
-      "and watches them until the step ends. Started by spank_inferencex.so.\n\nOptions");
+      "Usage: ix-stepd --plan FILE [OPTIONS]\n\n"
+      "Runs the engine (and router) of one job step as its launch plan says, waits\n"
+      "until they are ready, and watches them until the step ends. Started by\n"
+      "spank_inferencex.so; `ixsubmit plan --json` writes a plan too.\n\nOptions");
   opts.add_options()
-      ("recipe-dir", po::value(&recipe_dir)->value_name("DIR"), "recipe directory")
-      ("recipe", po::value(&recipe_name)->required()->value_name("NAME"), "recipe")
-      ("arm", po::value(&arm)->required()->value_name("ARM"), "arm")
-      ("conc", po::value(&conc)->required()->value_name("N"), "concurrency")
-      ("eval-only", po::bool_switch(), "eval-only variant")
-      ("set", po::value(&sets)->composing()->value_name("NAME=VALUE"), "recipe variable override")
-      ("port", po::value(&ports)->composing()->value_name("NAME=NUM"), "a leased port of the plan")
+      ("plan", po::value(&plan_path)->required()->value_name("FILE"), "the launch plan (JSON)")
       ("bind", po::value(&binds)->composing()->value_name("PROCESS=CPUS@NUMA"), "bind a process before exec")
       ("run-dir", po::value(&run_dir)->value_name("DIR"), "per-step state directory")
-      ("result-dir", po::value(&result_dir)->value_name("DIR"), "where server.log, router.log and failure.json go")
+      ("result-dir", po::value(&result_dir)->value_name("DIR"), "where the server logs and failure.json go")
       ("ready-timeout", po::value(&ready_timeout)->value_name("S"), "seconds to wait for readiness (default 3600)")
       ("ready-fd", po::value(&ready_fd)->value_name("FD"), "write ready/failed here")
       ("client-pid", po::value(&clients)->composing()->value_name("PID"), "a client task to kill on failure")
+      ("agent-socket", po::value(&agent_socket)->value_name("PATH"), "the node agent's event socket")
+      ("step", po::value(&step)->value_name("JOB.STEP"), "the step id events carry")
       ("health-interval-ms", po::value(&health_ms)->value_name("MS"), "health probe period once ready (default 250)")
       ("stop-grace-ms", po::value(&grace_ms)->value_name("MS"), "SIGTERM to SIGKILL (default 3000)")
       ("help,h", "show this help");
@@ -74,25 +71,10 @@ int main(int argc, char** argv) {
     std::cerr << "ix-stepd: " << e.what() << "\n";
     return 2;
   }
-  ix::Result<ix::Recipe> recipe = ix::LoadRecipeByName(ix::ResolveRecipeDir(recipe_dir), recipe_name);
-  if (!recipe) {
-    std::cerr << "ix-stepd: " << recipe.error().message << "\n";
-    return 1;
-  }
-  ix::RenderRequest req;
-  req.arm = arm;
-  req.conc = conc;
-  req.eval_only = vm["eval-only"].as<bool>();
-  std::string k, v;
-  for (const auto& s : sets) {
-    if (!SplitPair(s, k, v)) return std::cerr << "ix-stepd: bad --set " << s << "\n", 2;
-    req.overrides.emplace_back(k, v);
-  }
-  for (const auto& p : ports) {
-    if (!SplitPair(p, k, v)) return std::cerr << "ix-stepd: bad --port " << p << "\n", 2;
-    req.ports.emplace_back(k, std::atoi(v.c_str()));
-  }
-  ix::Result<ix::LaunchPlan> plan = ix::RenderPlan(recipe.value(), req);
+  int err = 0;
+  const std::string text = ix::ReadFileText(plan_path, &err);
+  if (err) return std::cerr << "ix-stepd: cannot read " << plan_path << ": " << std::strerror(err) << "\n", 1;
+  ix::Result<ix::LaunchPlan> plan = ix::PlanFromJson(text, plan_path);
   if (!plan) {
     std::cerr << "ix-stepd: " << plan.error().message << "\n";
     return 1;
@@ -104,7 +86,10 @@ int main(int argc, char** argv) {
   o.health_interval = std::chrono::milliseconds(static_cast<int64_t>(health_ms));
   o.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(grace_ms));
   o.ready_fd = ready_fd;
+  o.agent_socket = agent_socket;
+  o.step = step;
   for (int c : clients) o.client_pids.push_back(static_cast<pid_t>(c));
+  std::string k, v;
   for (const auto& b : binds) {
     const size_t at = b.rfind('@');
     if (!SplitPair(b, k, v)) return std::cerr << "ix-stepd: bad --bind " << b << "\n", 2;

@@ -113,6 +113,7 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   s.request.conc = *o.conc;
   s.request.eval_only = o.eval_only;
   s.ready_timeout_s = static_cast<int>(o.ready_timeout_s.value_or(3600));
+  s.agent_socket = args.agent_socket;
   Result<std::vector<std::string>> names = PortNames(recipe.value(), s.request.arm);
   if (!names) return names.error();
   Result<PortList> ports = LeasePorts(sp, args, s.step_id, names.value());
@@ -151,6 +152,15 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
       if (Status e = EnforcePlacement(placement.value(), policy); !e) return e.error();
       for (const auto& p : placement.value().problems) s.placement_notes.push_back(p);
       placement_json = PlacementToJson(placement.value(), true);
+      // One engine process whose ranks span NUMA nodes places its workers
+      // itself when the recipe says how: render again with the flags.
+      if (s.plan.dp_layout == DpLayout::kEngine && RanksSpanNumaNodes(placement.value()) &&
+          !recipe.value().engine.numa_flags.empty()) {
+        s.request.gpu_places = GpuPlacesFor(s.plan, placement.value());
+        Result<LaunchPlan> again = RenderPlan(recipe.value(), s.request);
+        if (!again) return again.error();
+        s.plan = std::move(again).value();
+      }
       Result<std::vector<std::pair<std::string, BindingTarget>>> b = BindingsFor(s.plan, placement.value());
       if (b) {
         s.bindings = b.value();
