@@ -229,7 +229,7 @@ Result<std::optional<ProcessExit>> ProcessWatch::Wait(std::chrono::milliseconds 
     epoll_event events[8];
     const int n = ::epoll_wait(epoll_fd_, events, 8, ms);
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR) return std::optional<ProcessExit>();
       return Error{"waiting for processes: epoll_wait: " + Errno(errno)};
     }
     if (n == 0) return std::optional<ProcessExit>();

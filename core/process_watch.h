@@ -69,8 +69,10 @@ class ProcessWatch {
       const std::function<bool(const ProcessInfo&)>& filter = nullptr);
 
   // The first exit among the watched processes, or nullopt when `timeout`
-  // passes first (negative: wait as long as it takes) or nothing is watched
-  // (at once). An Error only when epoll_wait fails (other than EINTR).
+  // passes first (negative: wait as long as it takes), when a signal
+  // handler ran (so the caller sees its flag at once: a SIGTERM handler
+  // installed without SA_RESTART) or nothing is watched (at once). An
+  // Error only when epoll_wait fails (other than EINTR).
   Result<std::optional<ProcessExit>> Wait(std::chrono::milliseconds timeout);
   // Readable whenever Wait(0) has an exit to report; for the caller's own
   // poll loop. Owned by the watch.

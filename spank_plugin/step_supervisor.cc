@@ -150,6 +150,7 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     for (const auto& s : started) roots.push_back(s.spawned.id);
     StopOptions so;
     so.grace = o.stop_grace;
+    so.poll = std::chrono::milliseconds(1);  // a fast exit is seen at once
     const StopReport r = StopTree(roots, known, so);
     std::fprintf(stderr, "ix-stepd: %s\n", r.Summary().c_str());
   };
@@ -271,7 +272,8 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
   ProbeOptions po;
   po.timeout = o.health_interval;
   po.connect_timeout = o.health_interval;
-  // Short waits, so a SIGTERM (the end of the step) is seen within 20 ms.
+  // SIGTERM (the end of the step) interrupts the wait (its handler has no
+  // SA_RESTART); the short tick is only a backstop.
   constexpr auto kTick = std::chrono::milliseconds(20);
   auto next_probe = Clock::now() + o.health_interval;
   while (!*stop_requested) {

@@ -1,6 +1,7 @@
 #include "spank_plugin/stepd_side.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -291,6 +292,9 @@ int StepdTaskInit(spank_t sp) {
     ::close(pipefd[0]);
     if (answer.rfind("ready", 0) != 0) {
       if (!answer.empty() && answer.back() == '\n') answer.pop_back();
+      // The other local tasks wait for this state: tell them now, also when
+      // ix-stepd could not even start and so never wrote it.
+      WriteText(s.run_dir + "/state", "failed\n");
       slurm_error("inferencex: step %s: server %s (logs: %s)", s.step_id.c_str(),
                   answer.empty() ? "supervisor exited before it was ready" : answer.c_str(),
                   s.result_dir.c_str());
@@ -321,12 +325,21 @@ int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
   struct stat st{};
   if (pid > 1 && ::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid == g_uid) {
     // ix-stepd stops what it started on SIGTERM; a zombie counts as gone.
+    // A pidfd turns readable the moment it exits; without one, look every 10 ms.
     auto gone = [pid] {
       Result<ProcessInfo> p = ReadProcessInfo(pid);
       return !p || p.value().exited();
     };
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     ::kill(pid, SIGTERM);
-    for (int i = 0; i < 500 && !gone(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (pidfd >= 0) {
+      struct pollfd pfd{pidfd, POLLIN, 0};
+      while (::poll(&pfd, 1, 5000) < 0 && errno == EINTR) {
+      }
+      ::close(pidfd);
+    } else {
+      for (int i = 0; i < 500 && !gone(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     if (!gone()) ::kill(pid, SIGKILL);
   }
   ReleasePorts(args, s.step_id);

@@ -241,6 +241,10 @@ Config parse_config(int argc, char** argv) {
     cfg.faults_active = std::any_of(cfg.argv.begin(), cfg.argv.end(), [&](const std::string& a) {
       return a.find(*only) != std::string::npos;
     });
+    // "--flag=value" also matches the two arguments "--flag" "value".
+    for (size_t i = 0; i + 1 < cfg.argv.size(); ++i) {
+      if (cfg.argv[i] + "=" + cfg.argv[i + 1] == *only) cfg.faults_active = true;
+    }
   }
   // Parse every switch even when inactive, so a typo is an error either way.
   auto delay = env_seconds("FAKE_VLLM_START_DELAY_S");

@@ -38,7 +38,7 @@ done
 echo "ok: srun --help lists the options"
 
 # 2. Bad values fail in srun/sbatch before allocation, naming what is allowed.
-expect_refused "unknown arm" "inferencex: --inferencex-arm=nope: unknown arm; allowed: dep4, tep4, tp4" \
+expect_refused "unknown arm" "inferencex: --inferencex-arm=nope: unknown arm; allowed: dep4, dep4-rankproc, tep4, tp4" \
   srun --inferencex-arm=nope true
 expect_refused "unknown arm of the recipe" "unknown arm for recipe $RECIPE; allowed: tp4, tep4, dep4" \
   srun --inferencex-arm=tp9 --inferencex-recipe=$RECIPE --inferencex-conc=8 true
@@ -48,7 +48,7 @@ expect_refused "dep4 at conc 3" "2 x CONC must be divisible by 4" \
   srun --inferencex-arm=dep4 --inferencex-recipe=$RECIPE --inferencex-conc=3 true
 expect_refused "bad conc" "--inferencex-conc=abc: expected a positive integer" \
   srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=abc true
-expect_refused "sbatch unknown arm" "unknown arm; allowed: dep4, tep4, tp4" \
+expect_refused "sbatch unknown arm" "unknown arm; allowed: dep4, dep4-rankproc, tep4, tp4" \
   sbatch --inferencex-arm=nope --output=/dev/null --wrap true
 
 # 3. A valid combination passes srun's checks and runs (on the fake engine).

@@ -34,13 +34,13 @@ run_step() {
   # shellcheck disable=SC2046
   env "$@" IX_RESULT_DIR="$tmp/$name" FAKE_VLLM_RECORD_DIR="$tmp/$name" \
     srun --gres=gpu:4 $(step_opts "$arm" "$conc") \
-    bash -c 'ix-fake-client --sessions 6 --turns 3 --out "$IX_RESULT_DIR/result.json" && cp "$IX_RUN_DIR/plan.json" "$IX_RUN_DIR/placement.json" "$IX_RESULT_DIR/"' \
+    bash -c 'ix-fake-client --sessions 6 --turns 3 --out "$IX_RESULT_DIR/result.json" && cp "$IX_RUN_DIR/plan.json" "$IX_RUN_DIR/placement.json" "$IX_RUN_DIR/placement-obtained.json" "$IX_RUN_DIR/stepd.log" "$IX_RESULT_DIR/"' \
     >"$tmp/$name/srun.out" 2>"$tmp/$name/srun.err"
 }
 
 # 1. Each arm at two concurrencies: success, the engine got the plan's argv,
 #    and under dep4 sessions stick to one rank and use several.
-for point in "tp4 8" "tp4 64" "tep4 32" "tep4 128" "dep4 32" "dep4 64"; do
+for point in "tp4 8" "tp4 64" "tep4 32" "tep4 128" "dep4 32" "dep4 64" "dep4-rankproc 32" "dep4-rankproc 64"; do
   read -r arm conc <<<"$point"
   name=$arm-$conc
   if ! run_step "$name" "$arm" "$conc"; then fail "$name: srun failed: $(cat "$tmp/$name/srun.err")"; continue; fi
@@ -49,29 +49,47 @@ import glob, json, sys
 d, arm = sys.argv[1], sys.argv[2]
 plan = json.load(open(d + "/plan.json"))
 records = [json.load(open(f)) for f in glob.glob(d + "/vllm-*.json")]
-assert len(records) == 1, records
-engine = [p for p in plan["processes"] if p["name"] == "engine"][0]
-assert records[0]["argv"] == engine["argv"], (records[0]["argv"], engine["argv"])
-for k, v in engine["env"].items():
-    assert records[0]["env"].get(k) == v, (k, v)
+engines = [p for p in plan["processes"] if p["name"].startswith("engine")]
+assert len(records) == len(engines), (len(records), [p["name"] for p in engines])
+# Each engine process recorded exactly its plan's argv and environment.
+for engine in engines:
+    mine = [r for r in records if r["argv"] == engine["argv"]]
+    assert len(mine) == 1, (engine["name"], engine["argv"], [r["argv"] for r in records])
+    for k, v in engine["env"].items():
+        assert mine[0]["env"].get(k) == v, (k, v)
+    if "rank" in engine:  # its own GPU only
+        assert mine[0]["env"]["CUDA_VISIBLE_DEVICES"] == str(engine["rank"]), mine[0]["env"].get("CUDA_VISIBLE_DEVICES")
 res = json.load(open(d + "/result.json"))["summary"]
 assert res["failed"] == 0, res
-if arm.startswith("dep"):
+obtained = json.load(open(d + "/placement-obtained.json"))
+assert sorted(obtained) == sorted(p["name"] for p in plan["processes"]), obtained
+if arm == "dep4":
     assert [p["name"] for p in plan["processes"]] == ["engine", "router"]
+if arm == "dep4-rankproc":
+    assert [p["name"] for p in plan["processes"]] == ["engine-rank0", "engine-rank1", "engine-rank2", "engine-rank3", "router"]
+    # Each rank process was bound to its own rank's CPUs (those of this machine).
+    ranks = json.load(open(d + "/placement.json"))["ranks"]
+    assert len({tuple(r["cpus"]) if isinstance(r["cpus"], list) else r["cpus"] for r in ranks}) == 4, ranks
+    log = open(d + "/stepd.log").read()
+    for r in range(4):
+        assert f"started engine-rank{r}" in log, log
+if arm.startswith("dep"):
     assert res["sessions_on_one_rank"], res
     assert len(res["ranks_used"]) > 1, res
 PY
   check_clean "$name"
 done
-echo "ok: tp4, tep4, dep4 steps ran the plan"
+echo "ok: tp4, tep4, dep4 (engine and rank-process layouts) steps ran the plan"
 
 # 2. Faults fail the step fast and say which process.
 fault() {
   local name=$1 limit=$2; shift 2
+  local arm=dep4
+  if [[ $1 == --arm=* ]]; then arm=${1#--arm=}; shift; fi
   mkdir -p "$tmp/$name"
   local start end rc
   start=$(date +%s%N)
-  env "$@" IX_RESULT_DIR="$tmp/$name" srun --gres=gpu:4 $(step_opts dep4 64) --inferencex-ready-timeout=3 \
+  env "$@" IX_RESULT_DIR="$tmp/$name" srun --gres=gpu:4 $(step_opts "$arm" 64) --inferencex-ready-timeout=3 \
     sleep 60 >"$tmp/$name/srun.out" 2>"$tmp/$name/srun.err"; rc=$?
   end=$(date +%s%N)
   local ms=$(((end - start) / 1000000))
@@ -86,6 +104,9 @@ fault api-exit-0 4000 FAKE_VLLM_EXIT0_AFTER_S=0.3
 fault router-exit 4000 FAKE_ROUTER_EXIT_AFTER_S=0.5
 fault engine-hang 5000 FAKE_VLLM_HANG_AFTER_S=0.3
 fault never-ready 8000 FAKE_VLLM_NEVER_READY=1
+fault rank-process-crash 4000 --arm=dep4-rankproc FAKE_VLLM_CRASH_ENGINE_AFTER_S=0.3 FAKE_VLLM_FAULT_ONLY_IF_ARG=--data-parallel-rank=2
+grep -q '"process":"engine-rank2' "$tmp/rank-process-crash/failure.json" ||
+  fail "rank-process crash: failure.json does not name engine-rank2: $(cat "$tmp/rank-process-crash/failure.json")"
 grep -q "EngineCore" "$tmp/engine-core-crash/failure.json" || fail "crash: failure.json does not name the EngineCore"
 grep -q "not ready" "$tmp/never-ready/srun.err" || fail "never-ready: srun's stderr: $(cat "$tmp/never-ready/srun.err")"
 
