@@ -88,6 +88,13 @@ struct Topology {
 // hwloc discovery of this machine, I/O devices included. Disallowed CPUs and
 // nodes are kept (the step's own limits come from HostProbe::AllowedCpus).
 Result<Topology> DiscoverTopology();
+// DiscoverTopology once per boot: the first call writes the result as hwloc
+// XML to `cache_dir`/topology-<boot id>.xml (atomically), later ones load
+// that file (about 1 ms instead of 12+ ms of discovery). A cache file not
+// owned by this process's user, or writable by others, is ignored, as is one
+// that does not load. Free memory is never cached (MeasureFreeMemory).
+Result<Topology> DiscoverTopologyCached(const std::string& cache_dir);
+
 // Only the CPUs and NUMA nodes of this machine (no cores, GPUs or memory),
 // from sysfs: `system_dir`/node/node<N>/cpulist, or one node 0 holding
 // `system_dir`/cpu/online on a kernel without NUMA. Enough to check a binding

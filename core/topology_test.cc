@@ -508,3 +508,38 @@ TEST(DiscoverCpusAndNodes, AgreesWithHwlocHere) {
 
 }  // namespace
 }  // namespace ix
+
+namespace ix {
+namespace {
+
+// The second discovery loads the first one's XML, and both agree.
+TEST(DiscoverTopologyCached, WritesOnceThenLoadsTheSameMachine) {
+  const std::string dir = ::testing::TempDir() + "/topo-cache-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  Result<Topology> first = DiscoverTopologyCached(dir);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first.value().source, "this machine");
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().rfind("topology-", 0), 0u) << e.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+  Result<Topology> second = DiscoverTopologyCached(dir);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_NE(second.value().source.find("cached in " + dir), std::string::npos) << second.value().source;
+  EXPECT_EQ(second.value().AllCpus(), first.value().AllCpus());
+  EXPECT_EQ(second.value().NumaNodesWithCpus(), first.value().NumaNodesWithCpus());
+  EXPECT_EQ(second.value().gpus.size(), first.value().gpus.size());
+  // A cache file others may write is not trusted.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::filesystem::permissions(e.path(), std::filesystem::perms::others_write, std::filesystem::perm_options::add);
+  }
+  Result<Topology> third = DiscoverTopologyCached(dir);
+  ASSERT_TRUE(third) << third.error().message;
+  EXPECT_EQ(third.value().source, "this machine");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ix

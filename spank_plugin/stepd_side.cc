@@ -124,7 +124,9 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   if (!plan) return plan.error();
   s.plan = std::move(plan).value();
 
-  Result<Topology> topo = args.topology.empty() ? DiscoverTopology() : LoadTopologyXml(args.topology);
+  // The live topology is discovered once per boot and cached next to the steps.
+  if (args.topology.empty()) (void)MakeDir(args.run_dir, 0755, 0, 0);
+  Result<Topology> topo = args.topology.empty() ? DiscoverTopologyCached(args.run_dir) : LoadTopologyXml(args.topology);
   if (!topo) return topo.error();
   PlacementRequest pr;
   std::unique_ptr<HostProbe> probe = MakeSystemHostProbe();
