@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <optional>
 #include <vector>
 
 namespace ix {
@@ -349,7 +348,8 @@ HttpAnswer ParseHttpAnswer(std::string_view raw, bool closed) {
   size_t pos = 0;
   long status = 0;
   bool chunked = false;
-  std::optional<uint64_t> length;
+  bool has_length = false;
+  uint64_t length = 0;
   std::string_view line;
   for (;;) {
     const size_t block = pos;
@@ -363,7 +363,7 @@ HttpAnswer ParseHttpAnswer(std::string_view raw, bool closed) {
     if (status < 0) return bad("not an HTTP/1.x answer: " + Excerpt(line));
     pos = next;
     chunked = false;
-    length.reset();
+    has_length = false;
     for (;;) {
       next = ReadLine(raw, pos, &line);
       if (next == kNpos) {
@@ -389,7 +389,8 @@ HttpAnswer ParseHttpAnswer(std::string_view raw, bool closed) {
           if (!IsDigit(c)) return bad("bad Content-Length " + Excerpt(value));
           n = n * 10 + static_cast<uint64_t>(c - '0');
         }
-        if (length && *length != n) return bad("conflicting Content-Length headers");
+        if (has_length && length != n) return bad("conflicting Content-Length headers");
+        has_length = true;
         length = n;
       }
     }
@@ -416,13 +417,13 @@ HttpAnswer ParseHttpAnswer(std::string_view raw, bool closed) {
     return a;
   }
   const size_t have = raw.size() - start;
-  if (length) {
-    if (*length > kProbeMaxBody) return bad(too_large);
-    if (have < *length) {
-      if (closed) return bad("transfer closed with " + std::to_string(*length - have) + " bytes remaining to read");
+  if (has_length) {
+    if (length > kProbeMaxBody) return bad(too_large);
+    if (have < length) {
+      if (closed) return bad("transfer closed with " + std::to_string(length - have) + " bytes remaining to read");
       return a;
     }
-    a.body = std::string(raw.substr(start, *length));
+    a.body = std::string(raw.substr(start, length));
     a.state = HttpAnswer::State::kComplete;
     return a;
   }

@@ -5,6 +5,8 @@
 
 #include "submitter/matrix_command.h"
 #include "submitter/plan_command.h"
+#include "submitter/sweep_command.h"
+#include "submitter/sweep_task.h"
 
 namespace {
 
@@ -16,6 +18,9 @@ const char kUsage[] =
     "Commands:\n"
     "  plan     render a recipe arm at one concurrency into its launch plan\n"
     "  matrix   the InferenceX benchmark matrix from master-config files (full-sweep, test-config)\n"
+    "  sweep    submit a sweep: canary, one throttled sbatch array per bucket, fail-fast, watch\n"
+    "  status   the sweeps in the database, or the entries of one\n"
+    "  task     run one entry of a sweep inside its Slurm job (used by the sweep's scripts)\n"
     "\n"
     "Run 'ixsubmit COMMAND --help' for the options of a command.\n";
 
@@ -38,7 +43,10 @@ int main(int argc, char** argv) {
   }
   if (command == "plan") return ix::RunPlanCommand(rest);
   if (command == "matrix") return ix::RunMatrixCommand(rest);
-  std::cerr << "ixsubmit: unknown command '" << command << "'; commands: plan, matrix\n"
+  if (command == "sweep") return ix::RunSweepCommand(rest);
+  if (command == "status") return ix::RunStatusCommand(rest);
+  if (command == "task") return ix::RunTaskCommand(rest);
+  std::cerr << "ixsubmit: unknown command '" << command << "'; commands: plan, matrix, sweep, status, task\n"
             << "Try 'ixsubmit --help'.\n";
   return 2;
 }

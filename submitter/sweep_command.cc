@@ -1,0 +1,610 @@
+#include "submitter/sweep_command.h"
+
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "core/file_text.h"
+#include "core/process.h"
+#include "core/recipe_dir.h"
+#include "core/slurm_cli.h"
+#include "core/sweep_store.h"
+#include "submitter/matrix_options.h"
+#include "submitter/sweep_files.h"
+#include "submitter/sweep_plan.h"
+
+namespace ix {
+namespace po = boost::program_options;
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+void OnInterrupt(int) { g_interrupted = 1; }
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string NewSweepId() {
+  char when[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::strftime(when, sizeof when, "%Y%m%d-%H%M%S", &tm);
+  std::random_device rd;
+  char tail[8];
+  std::snprintf(tail, sizeof tail, "%04x", static_cast<unsigned>(rd() & 0xffff));
+  return std::string("sw-") + when + "-" + tail;
+}
+
+std::string SelfPath() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("ixsubmit") : p.string();
+}
+
+Result<SweepStore> OpenStore(const std::optional<std::string>& db) {
+  std::string path;
+  if (db) {
+    path = *db;
+  } else {
+    Result<std::string> d = DefaultDbPath(CurrentEnvironment());
+    if (!d) return d.error();
+    path = d.value();
+  }
+  std::error_code ec;
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::filesystem::create_directories(parent, ec);
+    std::filesystem::permissions(parent, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+  }
+  return SweepStore::Open(path);
+}
+
+// Submits every job not yet submitted, in order. A job left "submitting"
+// by a submitter that died is looked up by its unique name first, so a
+// resumed sweep never submits it twice.
+Status SubmitPending(SweepStore& store, const std::string& id, const SweepManifest& m, const SubmitSettings& s,
+                     SlurmCli& cli) {
+  Result<std::vector<JobRecord>> pending = store.JobsNeedingSubmission(id);
+  if (!pending) return pending.error();
+  for (const JobRecord& j : pending.value()) {
+    const PlannedJob* pj = nullptr;
+    for (const PlannedJob& x : m.plan.jobs) {
+      if (x.key == j.key) pj = &x;
+    }
+    if (!pj) return Error{"sweep " + id + ": job " + j.key + " is not in " + m.sweep_dir + "/sweep.json"};
+    if (j.NeedsLookup()) {
+      Result<std::vector<int64_t>> found = cli.FindJobsByName(j.job_name);
+      if (!found) return found.error();
+      if (!found.value().empty()) {
+        if (Status st = store.MarkSubmitted(id, j.key, found.value().back()); !st) return st;
+        std::printf("sweep %s: %s was submitted before the interruption as job %lld\n", id.c_str(), j.key.c_str(),
+                    static_cast<long long>(found.value().back()));
+        continue;
+      }
+      if (Status st = store.AbandonSubmission(id, j.key); !st) return st;
+    }
+    int64_t dep = 0;
+    if (!j.depends_on.empty()) {
+      Result<LoadedSweep> l = store.LoadSweep(id);
+      if (!l) return l.error();
+      const JobRecord* d = l.value().FindJob(j.depends_on);
+      if (d && d->slurm_job_id) dep = *d->slurm_job_id;
+    }
+    Result<JobRecord> marked = store.MarkSubmitting(id, j.key);
+    if (!marked) return marked.error();
+    std::vector<std::string> args = SbatchArgs(m, *pj, s, dep);
+    args.push_back("--comment=" + marked.value().submit_token);
+    Result<int64_t> jid = cli.Submit(args, ScriptPath(m, *pj));
+    if (!jid) {
+      (void)store.AbandonSubmission(id, j.key);
+      return jid.error();
+    }
+    if (Status st = store.MarkSubmitted(id, j.key, jid.value()); !st) return st;
+    std::printf("sweep %s: submitted %s as job %lld (%zu entries%s)\n", id.c_str(), j.key.c_str(),
+                static_cast<long long>(jid.value()), pj->entries.size(),
+                dep ? (", after job " + std::to_string(dep)).c_str() : "");
+  }
+  std::fflush(stdout);
+  return Ok{};
+}
+
+// status.json of an entry, when its task wrote one.
+struct TaskStatus {
+  std::string state;
+  double started = 0, ended = 0;
+  int64_t exit_code = 0;
+  std::string reason, process;
+};
+std::optional<TaskStatus> ReadStatus(const std::string& dir) {
+  int err = 0;
+  const std::string text = ReadFileText(dir + "/status.json", &err);
+  if (err) return std::nullopt;
+  rapidjson::Document d;
+  d.Parse(text.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("state") || !d["state"].IsString()) return std::nullopt;
+  TaskStatus s;
+  s.state = d["state"].GetString();
+  if (d.HasMember("started_at") && d["started_at"].IsNumber()) s.started = d["started_at"].GetDouble();
+  if (d.HasMember("ended_at") && d["ended_at"].IsNumber()) s.ended = d["ended_at"].GetDouble();
+  if (d.HasMember("exit_code") && d["exit_code"].IsInt64()) s.exit_code = d["exit_code"].GetInt64();
+  if (d.HasMember("failure_reason") && d["failure_reason"].IsString()) s.reason = d["failure_reason"].GetString();
+  if (d.HasMember("failure_process") && d["failure_process"].IsString()) s.process = d["failure_process"].GetString();
+  return s;
+}
+
+std::string Counts(const EntryCounts& c) {
+  return "pending " + std::to_string(c.pending) + ", running " + std::to_string(c.running) + ", done " +
+         std::to_string(c.succeeded) + ", failed " + std::to_string(c.failed) + ", cancelled " +
+         std::to_string(c.cancelled + c.skipped);
+}
+
+void Tally(EntryCounts& c, EntryState s) {
+  switch (s) {
+    case EntryState::kPending: ++c.pending; break;
+    case EntryState::kRunning: ++c.running; break;
+    case EntryState::kSucceeded: ++c.succeeded; break;
+    case EntryState::kFailed: ++c.failed; break;
+    case EntryState::kCancelled: ++c.cancelled; break;
+    case EntryState::kSkipped: ++c.skipped; break;
+  }
+}
+
+std::string Bar(const EntryCounts& c, int width) {
+  const int64_t total = std::max<int64_t>(1, c.total());
+  auto n = [&](int64_t x) { return static_cast<int>(x * width / total); };
+  std::string b(static_cast<size_t>(n(c.succeeded)), '#');
+  b += std::string(static_cast<size_t>(n(c.failed)), 'x');
+  b += std::string(static_cast<size_t>(n(c.cancelled + c.skipped)), '-');
+  b += std::string(static_cast<size_t>(n(c.running)), '>');
+  b.resize(static_cast<size_t>(width), '.');
+  return "[" + b + "]";
+}
+
+std::string Duration(double s) {
+  char buf[32];
+  const long v = static_cast<long>(s);
+  if (v >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", v / 3600, v / 60 % 60);
+  else if (v >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", v / 60, v % 60);
+  else std::snprintf(buf, sizeof buf, "%lds", v);
+  return buf;
+}
+
+// Reads Slurm and the result directories into the store, applies the
+// canary and fail-fast rules, shows progress, until every entry is final.
+int Watch(SweepStore& store, const std::string& id, const SweepManifest& m, SlurmCli& cli) {
+  const bool tty = ::isatty(STDOUT_FILENO);
+  std::map<std::string, std::string> last_line;
+  std::map<int64_t, int> missing;  // polls an entry's task was not in the queue
+  int drawn = 0;
+  const double t0 = Now();
+  for (;;) {
+    Result<LoadedSweep> l = store.LoadSweep(id);
+    if (!l) return std::cerr << "ixsubmit sweep: " << l.error().message << "\n", 1;
+    std::vector<int64_t> ids;
+    for (const JobRecord& j : l.value().jobs) {
+      if (j.slurm_job_id) ids.push_back(*j.slurm_job_id);
+    }
+    std::map<std::string, QueueTask> queue;
+    if (!ids.empty()) {
+      Result<std::vector<QueueTask>> q = cli.Queue(ids);
+      if (q) {
+        for (const QueueTask& t : q.value()) queue[t.id.ToString()] = t;
+      }
+    }
+    std::vector<EntryUpdate> updates;
+    for (const EntryRecord& e : l.value().entries) {
+      if (IsFinal(e.state) || e.slurm_task_id.empty()) continue;
+      EntryUpdate u;
+      u.index = e.index;
+      const std::optional<TaskStatus> st = ReadStatus(ResultDir(m, e.index));
+      auto it = queue.find(e.slurm_task_id);
+      if (st && (st->state == "succeeded" || st->state == "failed")) {
+        u.state = st->state == "succeeded" ? EntryState::kSucceeded : EntryState::kFailed;
+        u.started_at = st->started;
+        u.ended_at = st->ended;
+        u.exit_code = st->exit_code;
+        if (!st->reason.empty()) u.failure_reason = st->reason;
+        if (!st->process.empty()) u.failure_process = st->process;
+        u.result_path = ResultDir(m, e.index);
+      } else if (it != queue.end()) {
+        missing.erase(e.index);
+        const SlurmState s = it->second.state;
+        if (s == SlurmState::kPending) {
+          if (e.state == EntryState::kPending) continue;
+          u.state = EntryState::kPending;
+        } else if (!Final(s)) {
+          if (e.state == EntryState::kRunning) continue;
+          u.state = EntryState::kRunning;
+          u.started_at = st ? st->started : Now();
+        } else if (s == SlurmState::kCancelled) {
+          u.state = EntryState::kCancelled;
+          u.ended_at = Now();
+        } else if (s == SlurmState::kCompleted) {
+          continue;  // its status.json is about to say how it went
+        } else {
+          u.state = EntryState::kFailed;
+          u.failure_reason = "Slurm ended the job: " + it->second.state_name;
+          u.ended_at = Now();
+        }
+      } else {
+        // Gone from the queue without a result: slurmctld forgot it, or the
+        // task died before writing status.json.
+        if (++missing[e.index] < 6) continue;
+        u.state = st ? EntryState::kFailed : EntryState::kCancelled;
+        u.failure_reason = "the job left the queue without a result";
+        u.ended_at = Now();
+      }
+      updates.push_back(u);
+    }
+    if (!updates.empty()) {
+      if (Result<int64_t> n = store.UpdateEntryStates(id, updates, FinalEntries::kKeep); !n) {
+        std::cerr << "ixsubmit sweep: " << n.error().message << "\n";
+      }
+    }
+    // Pending tasks whose dependency can never be met are cancelled now, not left behind.
+    for (const auto& [task, q] : queue) {
+      if (q.reason.find("DependencyNeverSatisfied") != std::string::npos) (void)cli.Cancel({task});
+    }
+    l = store.LoadSweep(id);
+    if (!l) return 1;
+    // The canary and fail-fast rules.
+    std::map<std::string, EntryCounts> counts;
+    std::map<std::string, int64_t> first_failed;
+    std::map<std::string, double> first_start;
+    std::map<std::string, double> done_time;
+    for (const EntryRecord& e : l.value().entries) {
+      Tally(counts[e.job_key], e.state);
+      if (e.state == EntryState::kFailed && !first_failed.count(e.job_key)) first_failed[e.job_key] = e.index;
+      if (e.started_at && (!first_start.count(e.job_key) || *e.started_at < first_start[e.job_key])) {
+        first_start[e.job_key] = *e.started_at;
+      }
+      if (e.state == EntryState::kSucceeded && e.started_at && e.ended_at) done_time[e.job_key] += *e.ended_at - *e.started_at;
+    }
+    const EntryCounts canary = counts.count("canary") ? counts["canary"] : EntryCounts{};
+    const bool canary_failed = canary.failed + canary.cancelled > 0;
+    for (const JobRecord& j : l.value().jobs) {
+      if (j.state == JobState::kCancelled || !j.slurm_job_id) continue;
+      std::string why;
+      if (j.depends_on == "canary" && canary_failed) why = "the canary failed";
+      if (m.fail_fast && j.kind == JobKind::kArray && first_failed.count(j.key)) {
+        why = "fail-fast: entry " + std::to_string(first_failed[j.key]) + " of bucket " + j.key.substr(7) + " failed";
+      }
+      if (why.empty()) continue;
+      if (counts[j.key].pending + counts[j.key].running == 0) continue;
+      (void)cli.Cancel({std::to_string(*j.slurm_job_id)});
+      (void)store.MarkJobCancelled(id, j.key, why);
+      std::printf("sweep %s: cancelled %s (job %lld): %s\n", id.c_str(), j.key.c_str(),
+                  static_cast<long long>(*j.slurm_job_id), why.c_str());
+    }
+    l = store.LoadSweep(id);
+    if (!l) return 1;
+    counts.clear();
+    EntryCounts all;
+    for (const EntryRecord& e : l.value().entries) {
+      Tally(counts[e.job_key], e.state);
+      Tally(all, e.state);
+    }
+    // Show it.
+    std::vector<std::string> lines;
+    for (const JobRecord& j : l.value().jobs) {
+      const EntryCounts& c = counts[j.key];
+      std::string eta;
+      if (c.succeeded > 0 && c.pending + c.running > 0 && done_time.count(j.key)) {
+        const double per = done_time[j.key] / static_cast<double>(c.succeeded);
+        const double par = static_cast<double>(std::max<int64_t>(1, std::min<int64_t>(c.running, std::max<int64_t>(j.throttle, 1))));
+        eta = ", ETA " + Duration(per * static_cast<double>(c.pending + c.running) / par);
+      }
+      const std::string elapsed = first_start.count(j.key) ? Duration(Now() - first_start[j.key]) : "-";
+      lines.push_back(j.key + (j.slurm_job_id ? " (job " + std::to_string(*j.slurm_job_id) + ")" : "") + " " +
+                      Bar(c, 20) + " " + Counts(c) + ", elapsed " + elapsed + eta);
+    }
+    if (tty) {
+      if (drawn) std::printf("\x1b[%dA", drawn);
+      for (const auto& line : lines) std::printf("\x1b[2K%s\n", line.c_str());
+      drawn = static_cast<int>(lines.size());
+    } else {
+      for (size_t i = 0; i < lines.size(); ++i) {
+        const std::string& key = l.value().jobs[i].key;
+        const std::string state = Counts(counts[key]);
+        if (last_line[key] != state) std::printf("sweep %s: %s: %s\n", id.c_str(), key.c_str(), state.c_str());
+        last_line[key] = state;
+      }
+    }
+    std::fflush(stdout);
+    if (all.pending + all.running == 0) {
+      const bool ok = all.failed + all.cancelled + all.skipped == 0;
+      (void)store.SetSweepState(id, ok ? SweepState::kSucceeded : all.failed ? SweepState::kFailed : SweepState::kCancelled);
+      std::printf("sweep %s %s after %s: %s. Results: %s/results; ixsubmit status %s\n", id.c_str(),
+                  ok ? "succeeded" : "failed", Duration(Now() - t0).c_str(), Counts(all).c_str(), m.sweep_dir.c_str(),
+                  id.c_str());
+      return ok ? 0 : 1;
+    }
+    for (int i = 0; i < 5 && !g_interrupted; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (g_interrupted) {
+      g_interrupted = 0;
+      std::string answer;
+      if (::isatty(STDIN_FILENO)) {
+        std::printf("\nCancel sweep %s (c) or leave it running and stop watching (l)? [c/L] ", id.c_str());
+        std::fflush(stdout);
+        std::getline(std::cin, answer);
+      }
+      if (answer == "c" || answer == "C") {
+        for (const JobRecord& j : l.value().jobs) {
+          if (j.slurm_job_id && j.state != JobState::kCancelled) {
+            (void)cli.Cancel({std::to_string(*j.slurm_job_id)});
+            (void)store.MarkJobCancelled(id, j.key, "cancelled by the user (Ctrl-C)");
+          }
+        }
+        (void)store.SetSweepState(id, SweepState::kCancelled);
+        std::printf("sweep %s cancelled\n", id.c_str());
+        return 130;
+      }
+      std::printf("sweep %s left running; watch again with: ixsubmit sweep --resume %s\n", id.c_str(), id.c_str());
+      return 130;
+    }
+  }
+}
+
+const char kUsage[] =
+    "Usage: ixsubmit sweep MODE --config-files FILE... [--config-keys KEY... | FILTERS] [OPTIONS] -- CLIENT...\n"
+    "       ixsubmit sweep --resume SWEEP_ID [--db PATH]\n"
+    "\n"
+    "Run an InferenceX sweep on this Slurm cluster: the canary (where MODE has one) as\n"
+    "its own job, then one `sbatch --array=0-N%T` per bucket depending on it; every\n"
+    "task runs `srun --inferencex-recipe=R --inferencex-arm=A --inferencex-conc=C CLIENT...`.\n"
+    "MODE: sweep-enabled, full-sweep-enabled, full-sweep-fail-fast,\n"
+    "full-sweep-fail-fast-no-canary, non-canary-full-sweep-enabled.\n"
+    "With --config-keys the selection is test-config's, otherwise full-sweep's filters.\n";
+
+}  // namespace
+
+int RunSweepCommand(const std::vector<std::string>& all_args) {
+  const std::string me = "ixsubmit sweep";
+  std::vector<std::string> args, client;
+  bool after = false;
+  for (const std::string& a : all_args) {
+    if (!after && a == "--") {
+      after = true;
+      continue;
+    }
+    (after ? client : args).push_back(a);
+  }
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    po::options_description o = MatrixOptions(true, false);
+    (args.empty() ? std::cerr : std::cout) << kUsage << "\nSelection (as ixsubmit matrix full-sweep; "
+                                           << "--config-keys/--conc as test-config):\n" << o
+                                           << "\nSweep options:\n  --recipe-dir DIR  --sweep-dir DIR  --db PATH  "
+                                              "--dry-run  --partition P  --account A  --time T  --exclusive  "
+                                              "--throttle N (default 4)  --no-watch  --resume SWEEP_ID\n";
+    return args.empty() ? 2 : 0;
+  }
+  // Sweep options come off first; the rest is the matrix selection.
+  std::optional<std::string> recipe_dir, sweep_dir, db, resume;
+  SubmitSettings settings;
+  bool dry_run = false, watch = true;
+  std::vector<std::string> selection;
+  std::string mode_name;
+  try {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      auto value = [&]() -> std::string {
+        const size_t eq = a.find('=');
+        if (eq != std::string::npos) return a.substr(eq + 1);
+        if (i + 1 >= args.size()) throw Misuse{"argument " + a + ": expected one argument"};
+        return args[++i];
+      };
+      const std::string name = a.substr(0, a.find('='));
+      if (name == "--recipe-dir") recipe_dir = value();
+      else if (name == "--sweep-dir") sweep_dir = value();
+      else if (name == "--db") db = value();
+      else if (name == "--resume") resume = value();
+      else if (name == "--partition") settings.partition = value();
+      else if (name == "--account") settings.account = value();
+      else if (name == "--time") settings.time_limit = value();
+      else if (name == "--throttle") settings.throttle = ParseInt("throttle", value());
+      else if (a == "--exclusive") settings.exclusive = true;
+      else if (a == "--dry-run") dry_run = true;
+      else if (a == "--no-watch") watch = false;
+      else if (mode_name.empty() && !a.empty() && a[0] != '-') mode_name = a;
+      else selection.push_back(a);
+    }
+    if (settings.throttle < 0) throw Misuse{"argument --throttle: must be >= 0"};
+  } catch (const Misuse& m) {
+    std::cerr << me << ": error: " << m.message << "\nTry '" << me << " --help'.\n";
+    return 2;
+  }
+  RealSlurmCli cli(CurrentEnvironment());
+  struct sigaction sa{};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+
+  if (resume) {
+    Result<SweepStore> store = OpenStore(db);
+    if (!store) return std::cerr << me << ": " << store.error().message << "\n", 1;
+    Result<LoadedSweep> l = store.value().LoadSweep(*resume);
+    if (!l) return std::cerr << me << ": " << l.error().message << "\n", 1;
+    Result<SweepManifest> m = ReadSweepManifest(l.value().sweep.sweep_dir);
+    if (!m) return std::cerr << me << ": " << m.error().message << "\n", 1;
+    std::printf("sweep %s: resuming (%s)\n", resume->c_str(), m.value().sweep_dir.c_str());
+    if (Status s = SubmitPending(store.value(), *resume, m.value(), settings, cli); !s) {
+      return std::cerr << me << ": " << s.error().message << "\n", 1;
+    }
+    return Watch(store.value(), *resume, m.value(), cli);
+  }
+
+  Result<SweepMode> mode = ParseSweepMode(mode_name);
+  if (!mode) return std::cerr << me << ": error: " << mode.error().message << "\n", 2;
+  SweepOptions options;
+  std::vector<std::string> files;
+  std::string runner_file;
+  try {
+    // The union of both selections; ToSweepOptions refuses full-sweep
+    // filters together with --config-keys.
+    po::options_description opts = MatrixOptions(true, false);
+    opts.add_options()("config-keys", po::value<std::vector<std::string>>()->multitoken(), "")(
+        "conc", po::value<std::vector<std::string>>()->multitoken(), "");
+    Parsed p = ParseOptions(selection, opts);
+    if (!p.Has("config-files")) throw Misuse{"the following arguments are required: --config-files"};
+    if (!p.Has("runner-config")) {
+      // InferenceX keeps runners.yaml beside the master configs.
+      p.last["runner-config"] = {(std::filesystem::path(p.Values("config-files")[0]).parent_path() / "runners.yaml").string()};
+    }
+    const bool full = !p.Has("config-keys");
+    if (full && p.Has("conc")) throw Misuse{"argument --conc: only with --config-keys"};
+    options = ToSweepOptions(p, full);
+    files = p.Values("config-files");
+    runner_file = *p.One("runner-config");
+  } catch (const Misuse& m) {
+    std::cerr << me << ": error: " << m.message << "\nTry '" << me << " --help'.\n";
+    return 2;
+  }
+  if (client.empty()) {
+    std::cerr << me << ": error: no benchmark client: give its command after --, e.g. -- aiperf profile ...\n";
+    return 2;
+  }
+  Result<MasterConfig> config = LoadMasterConfigFiles(files);
+  if (!config) return std::cerr << me << ": " << config.error().message << "\n", 1;
+  Result<RunnerConfig> runners = LoadRunnerConfigFile(runner_file);
+  if (!runners) return std::cerr << me << ": " << runners.error().message << "\n", 1;
+  const SweepModeTraits traits = TraitsOf(mode.value());
+  Result<MatrixBuckets> buckets = GenerateBuckets(config.value(), runners.value(), options, traits.trim_conc);
+  if (!buckets) return std::cerr << me << ": " << buckets.error().message << "\n", 1;
+  const std::string rdir = ResolveRecipeDir(recipe_dir.value_or(""));
+  Result<SweepPlan> plan = PlanSweep(mode.value(), buckets.value(), rdir);
+  if (!plan) return std::cerr << me << ": " << plan.error().message << "\n", 1;
+
+  SweepManifest m;
+  m.sweep_id = NewSweepId();
+  std::error_code ec;
+  m.sweep_dir = std::filesystem::absolute(sweep_dir.value_or("ix-sweep-" + m.sweep_id), ec).lexically_normal().string();
+  m.ixsubmit = SelfPath();
+  m.recipe_dir = rdir;
+  m.fail_fast = traits.fail_fast;
+  m.client = client;
+  m.plan = plan.value();
+  if (Status s = WriteSweepFiles(m); !s) return std::cerr << me << ": " << s.error().message << "\n", 1;
+
+  if (dry_run) {
+    for (const PlannedJob& j : m.plan.jobs) {
+      std::string line = "sbatch --parsable";
+      for (const std::string& a : SbatchArgs(m, j, settings, j.depends_on.empty() ? 0 : -1)) line += " " + a;
+      std::printf("# %s: %zu entries\n%s %s\n", j.key.c_str(), j.entries.size(), line.c_str(), ScriptPath(m, j).c_str());
+      int err = 0;
+      std::printf("%s\n", ReadFileText(ScriptPath(m, j), &err).c_str());
+    }
+    std::printf("dry run: nothing submitted; the sweep files are in %s\n", m.sweep_dir.c_str());
+    return 0;
+  }
+  // sbatch checks partition, account, time and GRES before anything is
+  // submitted: a rejection stops the sweep with nothing in the queue.
+  {
+    std::vector<std::string> argv = {"sbatch", "--test-only"};
+    for (const std::string& a : SbatchArgs(m, m.plan.jobs[0], settings, 0)) argv.push_back(a);
+    argv.push_back(ScriptPath(m, m.plan.jobs[0]));
+    Result<CommandOutput> r = RunCommand(argv, CurrentEnvironment());
+    if (!r) return std::cerr << me << ": " << r.error().message << "\n", 1;
+    if (!r.value().ok()) {
+      std::cerr << me << ": sbatch rejects the sweep's jobs; nothing was submitted:\n" << r.value().err;
+      return 1;
+    }
+  }
+  Result<SweepStore> store = OpenStore(db);
+  if (!store) return std::cerr << me << ": " << store.error().message << "\n", 1;
+  NewSweep ns;
+  ns.id = m.sweep_id;
+  ns.mode = mode.value();
+  ns.sweep_dir = m.sweep_dir;
+  ns.argv = all_args;
+  for (const PlannedJob& j : m.plan.jobs) {
+    NewJob nj;
+    nj.key = j.key;
+    nj.kind = j.canary ? JobKind::kCanary : JobKind::kArray;
+    nj.job_name = JobName(m, j);
+    nj.script_path = ScriptPath(m, j);
+    nj.array_size = static_cast<int64_t>(j.entries.size());
+    nj.throttle = settings.throttle;
+    nj.depends_on = j.depends_on;
+    ns.jobs.push_back(nj);
+  }
+  for (const PlannedEntry& e : m.plan.entries) {
+    NewEntry ne;
+    ne.index = e.index;
+    ne.job_key = e.job_key;
+    if (e.job_key != "canary") ne.array_index = e.array_index;
+    ne.bucket = e.bucket;
+    ne.config_key = e.config_key;
+    ne.arm = e.arm;
+    ne.recipe = e.recipe;
+    ne.conc = e.conc;
+    ne.entry_json = e.entry_json;
+    ns.entries.push_back(ne);
+  }
+  Result<std::string> id = store.value().CreateSweep(ns);
+  if (!id) return std::cerr << me << ": " << id.error().message << "\n", 1;
+  std::printf("sweep %s: %s, %zu entries in %zu jobs, files in %s\n", id.value().c_str(), SweepModeName(mode.value()),
+              m.plan.entries.size(), m.plan.jobs.size(), m.sweep_dir.c_str());
+  if (Status s = SubmitPending(store.value(), id.value(), m, settings, cli); !s) {
+    std::cerr << me << ": " << s.error().message << "\n";
+    return 1;
+  }
+  (void)store.value().SetSweepState(id.value(), SweepState::kRunning);
+  if (!watch) {
+    std::printf("sweep %s submitted; watch it with: ixsubmit sweep --resume %s\n", id.value().c_str(), id.value().c_str());
+    return 0;
+  }
+  return Watch(store.value(), id.value(), m, cli);
+}
+
+int RunStatusCommand(const std::vector<std::string>& args) {
+  std::optional<std::string> db, id;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--db" && i + 1 < args.size()) db = args[++i];
+    else if (args[i].rfind("--db=", 0) == 0) db = args[i].substr(5);
+    else if (args[i] == "--help" || args[i] == "-h") {
+      std::cout << "Usage: ixsubmit status [SWEEP_ID] [--db PATH]\n"
+                   "Without an id: every sweep in the database; with one: its entries.\n";
+      return 0;
+    } else if (!id && !args[i].empty() && args[i][0] != '-') id = args[i];
+    else return std::cerr << "ixsubmit status: error: unrecognized arguments: " << args[i] << "\n", 2;
+  }
+  Result<SweepStore> store = OpenStore(db);
+  if (!store) return std::cerr << "ixsubmit status: " << store.error().message << "\n", 1;
+  if (!id) {
+    Result<std::vector<SweepSummary>> all = store.value().ListSweeps();
+    if (!all) return std::cerr << "ixsubmit status: " << all.error().message << "\n", 1;
+    std::printf("%-26s %-32s %-10s %7s %7s %7s %7s %9s  %s\n", "SWEEP", "MODE", "STATE", "ENTRIES", "DONE", "FAILED",
+                "RUNNING", "CANCELLED", "DIRECTORY");
+    for (const SweepSummary& s : all.value()) {
+      std::printf("%-26s %-32s %-10s %7lld %7lld %7lld %7lld %9lld  %s\n", s.sweep.id.c_str(), SweepModeName(s.sweep.mode),
+                  StateName(s.sweep.state), static_cast<long long>(s.counts.total()),
+                  static_cast<long long>(s.counts.succeeded), static_cast<long long>(s.counts.failed),
+                  static_cast<long long>(s.counts.running), static_cast<long long>(s.counts.cancelled + s.counts.skipped),
+                  s.sweep.sweep_dir.c_str());
+    }
+    return 0;
+  }
+  Result<LoadedSweep> l = store.value().LoadSweep(*id);
+  if (!l) return std::cerr << "ixsubmit status: " << l.error().message << "\n", 1;
+  std::printf("sweep %s (%s): %s, %s\n", id->c_str(), SweepModeName(l.value().sweep.mode),
+              StateName(l.value().sweep.state), l.value().sweep.sweep_dir.c_str());
+  std::printf("%5s %-14s %-42s %-14s %5s %-10s %-10s %5s  %s\n", "ENTRY", "BUCKET", "CONFIG KEY", "ARM", "CONC", "STATE",
+              "TASK", "EXIT", "REASON");
+  for (const EntryRecord& e : l.value().entries) {
+    std::printf("%5lld %-14s %-42s %-14s %5lld %-10s %-10s %5s  %s%s%s\n", static_cast<long long>(e.index),
+                e.bucket.c_str(), e.config_key.c_str(), e.arm.c_str(), static_cast<long long>(e.conc),
+                StateName(e.state), e.slurm_task_id.c_str(), e.exit_code ? std::to_string(*e.exit_code).c_str() : "-",
+                e.failure_process.c_str(), e.failure_process.empty() ? "" : ": ", e.failure_reason.c_str());
+  }
+  return 0;
+}
+
+}  // namespace ix

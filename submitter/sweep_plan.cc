@@ -1,0 +1,118 @@
+#include "submitter/sweep_plan.h"
+
+#include <algorithm>
+
+#include "core/matrix_json.h"
+#include "core/yaml_reader.h"
+
+namespace ix {
+
+Result<std::map<std::string, std::string>> RecipesByConfigKey(const std::string& recipe_dir) {
+  std::map<std::string, std::string> out;
+  for (const std::string& name : ListRecipes(recipe_dir)) {
+    Result<Recipe> r = LoadRecipeByName(recipe_dir, name);
+    if (!r) return r.error();
+    for (const std::string& key : r.value().serves) {
+      auto [it, inserted] = out.emplace(key, name);
+      if (!inserted) {
+        return Error{"config key '" + key + "' is served by two recipes in " + recipe_dir + ": " + it->second +
+                     " and " + name + "; a key must have one recipe"};
+      }
+    }
+  }
+  return out;
+}
+
+std::string ArmFor(const SearchSpaceEntry& ss) {
+  const std::string n = std::to_string(ss.tp);
+  if (ss.dp_attn) return "dep" + n;
+  if (ss.ep > 1) return "tep" + n;
+  return "tp" + n;
+}
+
+Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const std::string& recipe_dir) {
+  Result<std::map<std::string, std::string>> by_key = RecipesByConfigKey(recipe_dir);
+  if (!by_key) return by_key.error();
+  std::map<std::string, Recipe> recipes;
+  SweepPlan plan;
+  plan.mode = mode;
+  const SweepModeTraits traits = TraitsOf(mode);
+
+  auto add = [&](const MatrixEntry& e, PlannedJob& job) -> Status {
+    if (e.multinode()) {
+      return Error{"config '" + e.config->key + "' is multinode (" + e.config->Where() +
+                   "); ixsubmit sweep runs single-node entries only"};
+    }
+    auto r = by_key.value().find(e.config->key);
+    if (r == by_key.value().end()) {
+      std::string known;
+      for (const auto& [k, v] : by_key.value()) known += (known.empty() ? "" : ", ") + k + " (" + v + ")";
+      return Error{"no recipe in " + recipe_dir + " serves config key '" + e.config->key +
+                   "'; a recipe lists the keys it runs under 'serves:'. Served now: " +
+                   (known.empty() ? std::string("(none)") : known)};
+    }
+    if (!recipes.count(r->second)) {
+      Result<Recipe> loaded = LoadRecipeByName(recipe_dir, r->second);
+      if (!loaded) return loaded.error();
+      recipes.emplace(r->second, std::move(loaded).value());
+    }
+    const Recipe& recipe = recipes.at(r->second);
+    PlannedEntry p;
+    p.index = static_cast<int64_t>(plan.entries.size());
+    p.job_key = job.key;
+    p.array_index = static_cast<int64_t>(job.entries.size());
+    p.bucket = job.bucket;
+    p.config_key = e.config->key;
+    p.recipe = recipe.name;
+    p.arm = ArmFor(*e.ss);
+    const Arm* arm = recipe.FindArm(p.arm);
+    if (!arm) {
+      return Error{"config '" + e.config->key + "' (" + e.config->Where() + ", " + e.ss->path + ") needs arm " +
+                   p.arm + ", which recipe " + recipe.name + " does not have; arms: " + JoinNames(recipe.ArmNames())};
+    }
+    p.conc = e.conc;
+    p.gpus = arm->gpus;
+    p.eval_only = e.eval_only;
+    std::string json = MatrixToJson({e});
+    p.entry_json = json.size() >= 2 ? json.substr(1, json.size() - 2) : json;  // [{...}] -> {...}
+    job.entries.push_back(p.index);
+    job.gpus = std::max(job.gpus, p.gpus);
+    plan.entries.push_back(std::move(p));
+    return Ok{};
+  };
+
+  MatrixBuckets rest = buckets;
+  if (traits.canary) {
+    CanaryChoice c = ChooseCanary(buckets);
+    rest = std::move(c.remaining);
+    if (c.canary) {
+      PlannedJob job{"canary", "canary", true, {}, 0, ""};
+      if (Status s = add(*c.canary, job); !s) return s.error();
+      plan.jobs.push_back(std::move(job));
+    }
+  }
+  const bool has_canary = !plan.jobs.empty();
+  auto add_bucket = [&](const std::string& name, const std::vector<MatrixEntry>& entries) -> Status {
+    if (entries.empty()) return Ok{};
+    PlannedJob job{"bucket:" + name, name, false, {}, 0, has_canary ? "canary" : ""};
+    for (const MatrixEntry& e : entries) {
+      if (Status s = add(e, job); !s) return s;
+    }
+    plan.jobs.push_back(std::move(job));
+    return Ok{};
+  };
+  for (const Bucket& b : rest.single_node) {
+    if (Status s = add_bucket(b.name, b.entries); !s) return s.error();
+  }
+  for (const Bucket& b : rest.multi_node) {
+    if (Status s = add_bucket("multinode-" + b.name, b.entries); !s) return s.error();
+  }
+  if (Status s = add_bucket("evals", rest.evals); !s) return s.error();
+  if (Status s = add_bucket("agentic-evals", rest.agentic_evals); !s) return s.error();
+  if (Status s = add_bucket("multinode-evals", rest.multinode_evals); !s) return s.error();
+  if (Status s = add_bucket("multinode-agentic-evals", rest.multinode_agentic_evals); !s) return s.error();
+  if (plan.entries.empty()) return Error{"the selection has no entries to run"};
+  return plan;
+}
+
+}  // namespace ix
