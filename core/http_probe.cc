@@ -458,12 +458,16 @@ ProbeResult SocketProber::Get(const std::string& url, const ProbeOptions& option
     return r;
   }
 
-  // Connect: each address in turn, within the one connect timeout.
+  // Connect: each address in turn, within the one connect timeout. The
+  // first failure is the one reported (for localhost, 127.0.0.1's).
   Fd fd;
   int err = 0;
   for (const Address& a : addresses.value()) {
-    fd = Connect(a, connect_deadline, &err);
-    if (fd.get() >= 0 || err == ETIMEDOUT) break;
+    int e = 0;
+    fd = Connect(a, connect_deadline, &e);
+    if (fd.get() >= 0) break;
+    if (err == 0) err = e;
+    if (e == ETIMEDOUT) break;
   }
   if (fd.get() < 0) {
     r.detail = "Failed to connect to " + u.host + " port " + std::to_string(u.port) + " after " +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/launch_plan.h"
 #include "core/matrix_json.h"
 #include "core/yaml_reader.h"
 
@@ -72,6 +73,16 @@ Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const 
     }
     p.conc = e.conc;
     p.gpus = arm->gpus;
+    // A concurrency the recipe refuses (dep4 at an odd one) fails here, not
+    // an hour into the sweep.
+    RenderRequest req;
+    req.arm = p.arm;
+    req.conc = p.conc;
+    req.eval_only = e.eval_only;
+    if (Result<LaunchPlan> rendered = RenderDryRun(recipe, req); !rendered) {
+      return Error{"config '" + e.config->key + "' (" + e.ss->path + ") at concurrency " + std::to_string(p.conc) +
+                   ": " + rendered.error().message};
+    }
     p.eval_only = e.eval_only;
     std::string json = MatrixToJson({e});
     p.entry_json = json.size() >= 2 ? json.substr(1, json.size() - 2) : json;  // [{...}] -> {...}
