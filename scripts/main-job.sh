@@ -30,11 +30,19 @@ if srun --inferencex-arm=nope true 2>"$out/refused.txt"; then
 fi
 cat "$out/refused.txt"
 echo "== srun --gres=gpu:4 --inferencex-arm=dep4 --inferencex-recipe=$RECIPE --inferencex-conc=64 ix-fake-client"
-rm -rf "$out/dep4-step" && mkdir -p "$out/dep4-step"
+rm -rf "$out/dep4-step" && mkdir -p "$out/dep4-step" "$out/sweep-records"
 PATH=$repo/build/tests/fakes/bin:$PATH IX_RESULT_DIR=$out/dep4-step FAKE_VLLM_RECORD_DIR=$out/dep4-step \
   srun --gres=gpu:4 --inferencex-arm=dep4 --inferencex-recipe="$RECIPE" --inferencex-conc=64 \
   bash -c 'cp "$IX_RUN_DIR/plan.json" "$IX_RUN_DIR/placement.json" "$IX_RESULT_DIR/"; ix-fake-client --sessions 16 --turns 3 --out "$IX_RESULT_DIR/result.json"'
 python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["summary"], indent=1))' "$out/dep4-step/result.json"
+echo "== ixsubmit sweep full-sweep-fail-fast over recipes/examples/dsv41flash-b300.yaml (TP4 1-128, TEP4/DEP4 32-128)"
+rm -rf "$out/sweep" "$out/ix.db"*
+PATH=$repo/build/tests/fakes/bin:$PATH FAKE_VLLM_RECORD_DIR=$out/sweep-records \
+  build/submitter/ixsubmit sweep full-sweep-fail-fast --config-files recipes/examples/dsv41flash-b300.yaml \
+  --config-keys dsv41flash-fp4-b300-vllm-agentic-dspark --sweep-dir "$out/sweep" --db "$out/ix.db" \
+  -- ix-fake-client --sessions 8 --turns 3
+build/submitter/ixsubmit status --db "$out/ix.db" "$(build/submitter/ixsubmit status --db "$out/ix.db" | awk 'NR==2 {print $1}')" |
+  tee "$out/sweep-status.txt"
 echo "== dep4 launch plan at concurrency 64"
 build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 | tee "$out/dep4-c64.txt"
 build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 --json >"$out/dep4-c64.json"
@@ -42,6 +50,8 @@ build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 --json >"$
 cat <<MSG
 
 Results in $out:
+  sweep/           the sweep: sweep.json (entries), *.sbatch, logs/ (%x_%A_%a.out), results/N/ (result.json,
+                   server.log, status.json per entry); sweep-status.txt is its table, ix.db its SQLite state
   dep4-step/       the dep4 step: result.json (client), server.log, router.log,
                    plan.json (leased ports), placement.json (NUMA, CPUs), vllm-*.json (engine argv)
   dep4-c64.json    the dep4 launch plan (argv, env, ports, ranks, readiness)
