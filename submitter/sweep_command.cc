@@ -61,7 +61,8 @@ Result<SweepStore> OpenStore(const std::optional<std::string>& db) {
   }
   std::error_code ec;
   const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) {
+  // A directory made here is private (0700); an existing one is left as it is.
+  if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
     std::filesystem::create_directories(parent, ec);
     std::filesystem::permissions(parent, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
   }
