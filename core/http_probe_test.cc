@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/http_test_server.h"
 #include "core/readiness.h"
 
 namespace ix {
@@ -29,103 +30,9 @@ using Clock = std::chrono::steady_clock;
 
 bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-std::string HostPort(const std::string& host, int port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-// A vLLM stand-in (the pattern of readiness_test.cc): /health answers
-// `health_status`, /v1/models and /chunked/v1/models (chunked transfer
-// encoding, split inside the JSON) answer the model list, /big answers
-// more than the body cap. Listens on `host`; ok() is false when it could
-// not bind there.
-class TestServer {
- public:
-  std::atomic<int> health_status{200};
-
-  explicit TestServer(std::string host = "127.0.0.1") : host_(std::move(host)) {
-    server_.set_keep_alive_timeout(1);
-    // Debian's cpp-httplib: set_socket_options replaces the default
-    // (SO_REUSEADDR), so it is set again here, with TCP_NODELAY.
-    server_.set_socket_options([](socket_t sock) {
-      int one = 1;
-      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    });
-    server_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { res.status = health_status; });
-    server_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(Models(), "application/json");
-    });
-    server_.Get("/chunked/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_chunked_content_provider("application/json", [this](size_t, httplib::DataSink& sink) {
-        const std::string body = Models();
-        // Three chunks, cut inside the JSON.
-        const size_t a = body.size() / 3;
-        const size_t b = 2 * body.size() / 3;
-        sink.write(body.data(), a);
-        sink.write(body.data() + a, b - a);
-        sink.write(body.data() + b, body.size() - b);
-        sink.done();
-        return true;
-      });
-    });
-    server_.Get("/big", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(std::string(kProbeMaxBody + 1, 'x'), "text/plain");
-    });
-    port_ = server_.bind_to_any_port(host_);
-    if (port_ <= 0) return;
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(1ms);
-  }
-  ~TestServer() {
-    if (!thread_.joinable()) return;
-    server_.stop();
-    thread_.join();
-  }
-  bool ok() const { return port_ > 0; }
-  int port() const { return port_; }
-  void SetModels(std::string body) {
-    std::lock_guard<std::mutex> lock(mu_);
-    models_ = std::move(body);
-  }
-  std::string Models() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return models_;
-  }
-  std::string Url(const std::string& path) const { return "http://" + HostPort(host_, port_) + path; }
-
- private:
-  std::string host_;
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::string models_ = R"({"object":"list","data":[{"id":"deepseek-ai/DeepSeek-V4.1-Flash","object":"model"}]})";
-};
-
-// A socket on 127.0.0.1, bound; listening (the kernel completes connects
-// into the backlog, nobody answers) or not (connects are refused).
-class RawPort {
- public:
-  explicit RawPort(bool listening) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-    socklen_t len = sizeof sa;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    if (listening) ::listen(fd_, 16);
-  }
-  ~RawPort() { ::close(fd_); }
-  int fd() const { return fd_; }
-  int port() const { return port_; }
-  std::string Url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
+using testing_http::HostPort;
+using testing_http::RawPort;
+using testing_http::TestServer;
 
 // Answers every connection with `reply` (raw bytes), then closes it; keeps
 // the last request it read.

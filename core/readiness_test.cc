@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "core/http_test_server.h"
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -20,81 +22,10 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// A tiny vLLM stand-in on 127.0.0.1: /health answers `health_status` after
-// the first `health_fail_first` requests (503 before), /v1/models answers
-// `models` after `models_empty_first` requests (an empty list before),
-// /slow sleeps. Counts requests.
-class TestServer {
- public:
-  std::atomic<int> health_status{200};
-  std::atomic<int> health_fail_first{0};
-  std::atomic<int> health_hits{0};
-  std::atomic<int> models_empty_first{0};
-  std::atomic<int> models_hits{0};
-
-  TestServer() {
-    server_.set_keep_alive_timeout(1);
-    // Answers go out at once (no Nagle delay on keep-alive connections);
-    // accepted sockets inherit the option from the listener.
-    server_.set_socket_options([](socket_t sock) {
-      int one = 1;
-      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    });
-    server_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      const int n = health_hits++;
-      res.status = n < health_fail_first ? 503 : health_status.load();
-    });
-    server_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      const int n = models_hits++;
-      std::lock_guard<std::mutex> lock(mu_);
-      res.set_content(n < models_empty_first ? R"({"object":"list","data":[]})" : models_, "application/json");
-    });
-    server_.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
-      std::this_thread::sleep_for(300ms);
-      res.status = 200;
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(1ms);
-  }
-  ~TestServer() {
-    server_.stop();
-    thread_.join();
-  }
-  void SetModels(std::string body) {
-    std::lock_guard<std::mutex> lock(mu_);
-    models_ = std::move(body);
-  }
-  std::string Url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::string models_ = R"({"object":"list","data":[{"id":"deepseek-ai/DeepSeek-V4.1-Flash","object":"model"}]})";
-};
-
+using testing_http::TestServer;
 // A port that refuses connections: bound, never listening.
-class RefusingPort {
- public:
-  RefusingPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-    socklen_t len = sizeof sa;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-  }
-  ~RefusingPort() { ::close(fd_); }
-  std::string Url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
+struct RefusingPort : testing_http::RawPort {
+  RefusingPort() : RawPort(false) {}
 };
 
 ReadinessCheck Health(const std::string& url) { return {ReadinessTemplate::Kind::kHttpOk, url}; }

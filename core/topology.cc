@@ -334,13 +334,23 @@ std::string Topology::DescribeGpus() const {
   return FormatIdList(ids);
 }
 
-Result<Topology> DiscoverTopology() {
-  HwlocTopology t;
+namespace {
+
+// Discovers this machine into `t`.
+Status LoadLive(HwlocTopology& t) {
   if (!t.ok()) return Error{"hwloc: cannot initialise a topology: " + ErrnoText(errno)};
   if (t.Configure() != 0) return Error{"hwloc: cannot configure discovery: " + ErrnoText(errno)};
   if (hwloc_topology_load(t.get()) != 0) {
     return Error{"hwloc: discovery of this machine failed: " + ErrnoText(errno)};
   }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Topology> DiscoverTopology() {
+  HwlocTopology t;
+  if (Status s = LoadLive(t); !s) return s.error();
   return Build(t.get(), "this machine");
 }
 
@@ -361,11 +371,7 @@ Result<Topology> DiscoverTopologyCached(const std::string& cache_dir) {
     }
   }
   HwlocTopology t;
-  if (!t.ok()) return Error{"hwloc: cannot initialise a topology: " + ErrnoText(errno)};
-  if (t.Configure() != 0) return Error{"hwloc: cannot configure discovery: " + ErrnoText(errno)};
-  if (hwloc_topology_load(t.get()) != 0) {
-    return Error{"hwloc: discovery of this machine failed: " + ErrnoText(errno)};
-  }
+  if (Status s = LoadLive(t); !s) return s.error();
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   if (hwloc_topology_export_xml(t.get(), tmp.c_str(), 0) == 0) {
     ::chmod(tmp.c_str(), 0644);

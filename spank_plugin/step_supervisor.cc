@@ -25,17 +25,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void WriteFileAtomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-  }
-  ::rename(tmp.c_str(), path.c_str());
-}
-
 void SetState(const SupervisorOptions& o, const std::string& state) {
-  if (!o.run_dir.empty()) WriteFileAtomic(o.run_dir + "/state", state + "\n");
+  if (!o.run_dir.empty()) (void)WriteFileAtomic(o.run_dir + "/state", state + "\n");
 }
 
 void Report(int& fd, const std::string& line) {
@@ -160,8 +151,8 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     // sweep) finds failure.json already there.
     const std::string tail = failed_log.empty() ? "" : LogTail(failed_log, 50);
     const std::string json = FailureJson(failed_process, failed_pid, reason, tail);
-    if (!o.run_dir.empty()) WriteFileAtomic(o.run_dir + "/failure.json", json);
-    if (!o.result_dir.empty()) WriteFileAtomic(o.result_dir + "/failure.json", json);
+    if (!o.run_dir.empty()) (void)WriteFileAtomic(o.run_dir + "/failure.json", json);
+    if (!o.result_dir.empty()) (void)WriteFileAtomic(o.result_dir + "/failure.json", json);
     SetState(o, "failed");
     // Before readiness the client has not started: task_init is waiting on
     // ready_fd and reports the failure itself.
@@ -219,7 +210,7 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     obtained.emplace_back(p.name, ReadProcBinding(s.value().id.pid));
   }
   const std::string obtained_json = ObtainedJson(obtained);
-  if (!o.run_dir.empty()) WriteFileAtomic(o.run_dir + "/placement-obtained.json", obtained_json + "\n");
+  if (!o.run_dir.empty()) (void)WriteFileAtomic(o.run_dir + "/placement-obtained.json", obtained_json + "\n");
   events.Send("placement", o.step, {}, {{"obtained", obtained_json}});
 
   // Readiness, process by process, in plan order (engine, then router).

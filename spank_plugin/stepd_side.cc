@@ -124,8 +124,8 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   if (!plan) return plan.error();
   s.plan = std::move(plan).value();
 
-  // The live topology is discovered once per boot and cached next to the steps.
-  if (args.topology.empty()) (void)MakeDir(args.run_dir, 0755, 0, 0);
+  // Root's: the steps' directories, and the live topology cached once per boot.
+  if (Status d = MakeDir(args.run_dir, 0755, 0, 0); !d) return d.error();
   Result<Topology> topo = args.topology.empty() ? DiscoverTopologyCached(args.run_dir) : LoadTopologyXml(args.topology);
   if (!topo) return topo.error();
   PlacementRequest pr;
@@ -180,7 +180,6 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   spank_get_item(sp, S_JOB_UID, &uid);
   spank_get_item(sp, S_JOB_GID, &gid);
   g_uid = uid;
-  if (Status d = MakeDir(args.run_dir, 0755, 0, 0); !d) return d.error();
   // A fresh directory, written by root first and only then given to the job
   // user, so root never writes through a link the user planted. A leftover
   // of an earlier step with this id (job ids restart with slurmctld's state)

@@ -179,12 +179,138 @@ std::string Duration(double s) {
   return buf;
 }
 
+// What one look at Slurm and the result directories says of an entry not
+// yet final; nullopt when nothing changed. `missing` counts the polls an
+// entry's task was absent from the queue.
+std::optional<EntryUpdate> Observe(const EntryRecord& e, const SweepManifest& m,
+                                   const std::map<std::string, QueueTask>& queue, std::map<int64_t, int>& missing) {
+  EntryUpdate u;
+  u.index = e.index;
+  const std::optional<TaskStatus> st = ReadStatus(ResultDir(m, e.index));
+  if (st && (st->state == "succeeded" || st->state == "failed")) {
+    u.state = st->state == "succeeded" ? EntryState::kSucceeded : EntryState::kFailed;
+    u.started_at = st->started;
+    u.ended_at = st->ended;
+    u.exit_code = st->exit_code;
+    if (!st->reason.empty()) u.failure_reason = st->reason;
+    if (!st->process.empty()) u.failure_process = st->process;
+    u.result_path = ResultDir(m, e.index);
+    return u;
+  }
+  auto it = queue.find(e.slurm_task_id);
+  if (it == queue.end()) {
+    // Gone from the queue without a result: slurmctld forgot it, or the
+    // task died before writing status.json.
+    if (++missing[e.index] < 6) return std::nullopt;
+    u.state = st ? EntryState::kFailed : EntryState::kCancelled;
+    u.failure_reason = "the job left the queue without a result";
+    u.ended_at = Now();
+    return u;
+  }
+  missing.erase(e.index);
+  const SlurmState s = it->second.state;
+  if (s == SlurmState::kPending) {
+    if (e.state == EntryState::kPending) return std::nullopt;
+    u.state = EntryState::kPending;
+  } else if (!Final(s)) {
+    if (e.state == EntryState::kRunning) return std::nullopt;
+    u.state = EntryState::kRunning;
+    u.started_at = st ? st->started : Now();
+  } else if (s == SlurmState::kCompleted) {
+    return std::nullopt;  // its status.json is about to say how it went
+  } else if (s == SlurmState::kCancelled) {
+    u.state = EntryState::kCancelled;
+    u.ended_at = Now();
+  } else {
+    u.state = EntryState::kFailed;
+    u.failure_reason = "Slurm ended the job: " + it->second.state_name;
+    u.ended_at = Now();
+  }
+  return u;
+}
+
+// Per job key: the counts, the first failed entry, the first start and the
+// time its successful entries took.
+struct JobProgress {
+  EntryCounts counts;
+  std::optional<int64_t> first_failed;
+  std::optional<double> first_start;
+  double done_seconds = 0;
+};
+std::map<std::string, JobProgress> Progress(const LoadedSweep& l) {
+  std::map<std::string, JobProgress> out;
+  for (const EntryRecord& e : l.entries) {
+    JobProgress& p = out[e.job_key];
+    Tally(p.counts, e.state);
+    if (e.state == EntryState::kFailed && !p.first_failed) p.first_failed = e.index;
+    if (e.started_at && (!p.first_start || *e.started_at < *p.first_start)) p.first_start = e.started_at;
+    if (e.state == EntryState::kSucceeded && e.started_at && e.ended_at) p.done_seconds += *e.ended_at - *e.started_at;
+  }
+  return out;
+}
+
+// The canary and fail-fast rules: the jobs to cancel now, with why.
+std::vector<std::pair<const JobRecord*, std::string>> JobsToCancel(const LoadedSweep& l, const SweepManifest& m,
+                                                                   std::map<std::string, JobProgress>& progress) {
+  const EntryCounts& canary = progress["canary"].counts;
+  const bool canary_failed = canary.failed + canary.cancelled > 0;
+  std::vector<std::pair<const JobRecord*, std::string>> out;
+  for (const JobRecord& j : l.jobs) {
+    const JobProgress& p = progress[j.key];
+    if (j.state == JobState::kCancelled || !j.slurm_job_id || p.counts.pending + p.counts.running == 0) continue;
+    if (m.fail_fast && j.kind == JobKind::kArray && p.first_failed) {
+      out.emplace_back(&j, "fail-fast: entry " + std::to_string(*p.first_failed) + " of bucket " + j.key.substr(7) +
+                               " failed");
+    } else if (j.depends_on == "canary" && canary_failed) {
+      out.emplace_back(&j, "the canary failed");
+    }
+  }
+  return out;
+}
+
+std::string ProgressLine(const JobRecord& j, const JobProgress& p) {
+  const EntryCounts& c = p.counts;
+  std::string eta;
+  if (c.succeeded > 0 && c.pending + c.running > 0) {
+    const double per = p.done_seconds / static_cast<double>(c.succeeded);
+    const int64_t parallel = std::max<int64_t>(1, std::min<int64_t>(c.running, std::max<int64_t>(j.throttle, 1)));
+    eta = ", ETA " + Duration(per * static_cast<double>(c.pending + c.running) / static_cast<double>(parallel));
+  }
+  const std::string elapsed = p.first_start ? Duration(Now() - *p.first_start) : "-";
+  return j.key + (j.slurm_job_id ? " (job " + std::to_string(*j.slurm_job_id) + ")" : "") + " " + Bar(c, 20) + " " +
+         Counts(c) + ", elapsed " + elapsed + eta;
+}
+
+// Ctrl-C: on a terminal, ask whether to cancel the sweep; otherwise (or on
+// "l") leave it running. Returns the exit status.
+int OnCtrlC(SweepStore& store, const std::string& id, const LoadedSweep& l, SlurmCli& cli) {
+  std::string answer;
+  if (::isatty(STDIN_FILENO)) {
+    std::printf("\nCancel sweep %s (c) or leave it running and stop watching (l)? [c/L] ", id.c_str());
+    std::fflush(stdout);
+    std::getline(std::cin, answer);
+  }
+  if (answer != "c" && answer != "C") {
+    std::printf("sweep %s left running; watch again with: ixsubmit sweep --resume %s\n", id.c_str(), id.c_str());
+    return 130;
+  }
+  for (const JobRecord& j : l.jobs) {
+    if (j.slurm_job_id && j.state != JobState::kCancelled) {
+      (void)cli.Cancel({std::to_string(*j.slurm_job_id)});
+      (void)store.MarkJobCancelled(id, j.key, "cancelled by the user (Ctrl-C)");
+    }
+  }
+  (void)store.SetSweepState(id, SweepState::kCancelled);
+  std::printf("sweep %s cancelled\n", id.c_str());
+  return 130;
+}
+
 // Reads Slurm and the result directories into the store, applies the
 // canary and fail-fast rules, shows progress, until every entry is final.
 int Watch(SweepStore& store, const std::string& id, const SweepManifest& m, SlurmCli& cli) {
   const bool tty = ::isatty(STDOUT_FILENO);
   std::map<std::string, std::string> last_line;
-  std::map<int64_t, int> missing;  // polls an entry's task was not in the queue
+  std::map<int64_t, int> missing;
   int drawn = 0;
   const double t0 = Now();
   for (;;) {
@@ -196,128 +322,51 @@ int Watch(SweepStore& store, const std::string& id, const SweepManifest& m, Slur
     }
     std::map<std::string, QueueTask> queue;
     if (!ids.empty()) {
-      Result<std::vector<QueueTask>> q = cli.Queue(ids);
-      if (q) {
+      if (Result<std::vector<QueueTask>> q = cli.Queue(ids); q) {
         for (const QueueTask& t : q.value()) queue[t.id.ToString()] = t;
-      }
-    }
-    std::vector<EntryUpdate> updates;
-    for (const EntryRecord& e : l.value().entries) {
-      if (IsFinal(e.state) || e.slurm_task_id.empty()) continue;
-      EntryUpdate u;
-      u.index = e.index;
-      const std::optional<TaskStatus> st = ReadStatus(ResultDir(m, e.index));
-      auto it = queue.find(e.slurm_task_id);
-      if (st && (st->state == "succeeded" || st->state == "failed")) {
-        u.state = st->state == "succeeded" ? EntryState::kSucceeded : EntryState::kFailed;
-        u.started_at = st->started;
-        u.ended_at = st->ended;
-        u.exit_code = st->exit_code;
-        if (!st->reason.empty()) u.failure_reason = st->reason;
-        if (!st->process.empty()) u.failure_process = st->process;
-        u.result_path = ResultDir(m, e.index);
-      } else if (it != queue.end()) {
-        missing.erase(e.index);
-        const SlurmState s = it->second.state;
-        if (s == SlurmState::kPending) {
-          if (e.state == EntryState::kPending) continue;
-          u.state = EntryState::kPending;
-        } else if (!Final(s)) {
-          if (e.state == EntryState::kRunning) continue;
-          u.state = EntryState::kRunning;
-          u.started_at = st ? st->started : Now();
-        } else if (s == SlurmState::kCancelled) {
-          u.state = EntryState::kCancelled;
-          u.ended_at = Now();
-        } else if (s == SlurmState::kCompleted) {
-          continue;  // its status.json is about to say how it went
-        } else {
-          u.state = EntryState::kFailed;
-          u.failure_reason = "Slurm ended the job: " + it->second.state_name;
-          u.ended_at = Now();
-        }
-      } else {
-        // Gone from the queue without a result: slurmctld forgot it, or the
-        // task died before writing status.json.
-        if (++missing[e.index] < 6) continue;
-        u.state = st ? EntryState::kFailed : EntryState::kCancelled;
-        u.failure_reason = "the job left the queue without a result";
-        u.ended_at = Now();
-      }
-      updates.push_back(u);
-    }
-    if (!updates.empty()) {
-      if (Result<int64_t> n = store.UpdateEntryStates(id, updates, FinalEntries::kKeep); !n) {
-        std::cerr << "ixsubmit sweep: " << n.error().message << "\n";
       }
     }
     // Pending tasks whose dependency can never be met are cancelled now, not left behind.
     for (const auto& [task, q] : queue) {
       if (q.reason.find("DependencyNeverSatisfied") != std::string::npos) (void)cli.Cancel({task});
     }
-    l = store.LoadSweep(id);
-    if (!l) return 1;
-    // The canary and fail-fast rules.
-    std::map<std::string, EntryCounts> counts;
-    std::map<std::string, int64_t> first_failed;
-    std::map<std::string, double> first_start;
-    std::map<std::string, double> done_time;
+    std::vector<EntryUpdate> updates;
     for (const EntryRecord& e : l.value().entries) {
-      Tally(counts[e.job_key], e.state);
-      if (e.state == EntryState::kFailed && !first_failed.count(e.job_key)) first_failed[e.job_key] = e.index;
-      if (e.started_at && (!first_start.count(e.job_key) || *e.started_at < first_start[e.job_key])) {
-        first_start[e.job_key] = *e.started_at;
-      }
-      if (e.state == EntryState::kSucceeded && e.started_at && e.ended_at) done_time[e.job_key] += *e.ended_at - *e.started_at;
+      if (IsFinal(e.state) || e.slurm_task_id.empty()) continue;
+      if (std::optional<EntryUpdate> u = Observe(e, m, queue, missing)) updates.push_back(*u);
     }
-    const EntryCounts canary = counts.count("canary") ? counts["canary"] : EntryCounts{};
-    const bool canary_failed = canary.failed + canary.cancelled > 0;
-    for (const JobRecord& j : l.value().jobs) {
-      if (j.state == JobState::kCancelled || !j.slurm_job_id) continue;
-      std::string why;
-      if (j.depends_on == "canary" && canary_failed) why = "the canary failed";
-      if (m.fail_fast && j.kind == JobKind::kArray && first_failed.count(j.key)) {
-        why = "fail-fast: entry " + std::to_string(first_failed[j.key]) + " of bucket " + j.key.substr(7) + " failed";
-      }
-      if (why.empty()) continue;
-      if (counts[j.key].pending + counts[j.key].running == 0) continue;
-      (void)cli.Cancel({std::to_string(*j.slurm_job_id)});
-      (void)store.MarkJobCancelled(id, j.key, why);
-      std::printf("sweep %s: cancelled %s (job %lld): %s\n", id.c_str(), j.key.c_str(),
-                  static_cast<long long>(*j.slurm_job_id), why.c_str());
+    bool changed = false;
+    if (!updates.empty()) {
+      Result<int64_t> n = store.UpdateEntryStates(id, updates, FinalEntries::kKeep);
+      if (!n) std::cerr << "ixsubmit sweep: " << n.error().message << "\n";
+      changed = true;
     }
-    l = store.LoadSweep(id);
+    if (changed) l = store.LoadSweep(id);
     if (!l) return 1;
-    counts.clear();
+    std::map<std::string, JobProgress> progress = Progress(l.value());
+    const auto cancel = JobsToCancel(l.value(), m, progress);
+    for (const auto& [job, why] : cancel) {
+      (void)cli.Cancel({std::to_string(*job->slurm_job_id)});
+      (void)store.MarkJobCancelled(id, job->key, why);
+      std::printf("sweep %s: cancelled %s (job %lld): %s\n", id.c_str(), job->key.c_str(),
+                  static_cast<long long>(*job->slurm_job_id), why.c_str());
+    }
+    if (!cancel.empty()) {
+      l = store.LoadSweep(id);
+      if (!l) return 1;
+      progress = Progress(l.value());
+    }
     EntryCounts all;
-    for (const EntryRecord& e : l.value().entries) {
-      Tally(counts[e.job_key], e.state);
-      Tally(all, e.state);
-    }
-    // Show it.
-    std::vector<std::string> lines;
-    for (const JobRecord& j : l.value().jobs) {
-      const EntryCounts& c = counts[j.key];
-      std::string eta;
-      if (c.succeeded > 0 && c.pending + c.running > 0 && done_time.count(j.key)) {
-        const double per = done_time[j.key] / static_cast<double>(c.succeeded);
-        const double par = static_cast<double>(std::max<int64_t>(1, std::min<int64_t>(c.running, std::max<int64_t>(j.throttle, 1))));
-        eta = ", ETA " + Duration(per * static_cast<double>(c.pending + c.running) / par);
-      }
-      const std::string elapsed = first_start.count(j.key) ? Duration(Now() - first_start[j.key]) : "-";
-      lines.push_back(j.key + (j.slurm_job_id ? " (job " + std::to_string(*j.slurm_job_id) + ")" : "") + " " +
-                      Bar(c, 20) + " " + Counts(c) + ", elapsed " + elapsed + eta);
-    }
+    for (const EntryRecord& e : l.value().entries) Tally(all, e.state);
     if (tty) {
       if (drawn) std::printf("\x1b[%dA", drawn);
-      for (const auto& line : lines) std::printf("\x1b[2K%s\n", line.c_str());
-      drawn = static_cast<int>(lines.size());
+      for (const JobRecord& j : l.value().jobs) std::printf("\x1b[2K%s\n", ProgressLine(j, progress[j.key]).c_str());
+      drawn = static_cast<int>(l.value().jobs.size());
     } else {
-      for (size_t i = 0; i < lines.size(); ++i) {
-        const std::string& key = l.value().jobs[i].key;
-        const std::string state = Counts(counts[key]);
-        if (last_line[key] != state) std::printf("sweep %s: %s: %s\n", id.c_str(), key.c_str(), state.c_str());
-        last_line[key] = state;
+      for (const JobRecord& j : l.value().jobs) {
+        const std::string state = Counts(progress[j.key].counts);
+        if (last_line[j.key] != state) std::printf("sweep %s: %s: %s\n", id.c_str(), j.key.c_str(), state.c_str());
+        last_line[j.key] = state;
       }
     }
     std::fflush(stdout);
@@ -332,25 +381,7 @@ int Watch(SweepStore& store, const std::string& id, const SweepManifest& m, Slur
     for (int i = 0; i < 5 && !g_interrupted; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (g_interrupted) {
       g_interrupted = 0;
-      std::string answer;
-      if (::isatty(STDIN_FILENO)) {
-        std::printf("\nCancel sweep %s (c) or leave it running and stop watching (l)? [c/L] ", id.c_str());
-        std::fflush(stdout);
-        std::getline(std::cin, answer);
-      }
-      if (answer == "c" || answer == "C") {
-        for (const JobRecord& j : l.value().jobs) {
-          if (j.slurm_job_id && j.state != JobState::kCancelled) {
-            (void)cli.Cancel({std::to_string(*j.slurm_job_id)});
-            (void)store.MarkJobCancelled(id, j.key, "cancelled by the user (Ctrl-C)");
-          }
-        }
-        (void)store.SetSweepState(id, SweepState::kCancelled);
-        std::printf("sweep %s cancelled\n", id.c_str());
-        return 130;
-      }
-      std::printf("sweep %s left running; watch again with: ixsubmit sweep --resume %s\n", id.c_str(), id.c_str());
-      return 130;
+      return OnCtrlC(store, id, l.value(), cli);
     }
   }
 }

@@ -28,18 +28,6 @@ std::string Safe(const std::string& s) {
   return out;
 }
 
-Status WriteFile(const std::string& path, const std::string& text, mode_t mode) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) return Error{"cannot write " + tmp + ": " + std::strerror(errno)};
-  }
-  ::chmod(tmp.c_str(), mode);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error{"cannot write " + path + ": " + std::strerror(errno)};
-  return Ok{};
-}
-
 }  // namespace
 
 std::string ScriptPath(const SweepManifest& m, const PlannedJob& job) {
@@ -112,7 +100,7 @@ Status WriteSweepFiles(const SweepManifest& m) {
   }
   w.EndArray();
   w.EndObject();
-  if (Status s = WriteFile(m.sweep_dir + "/sweep.json", std::string(buf.GetString()) + "\n", 0644); !s) return s;
+  if (Status s = WriteFileAtomic(m.sweep_dir + "/sweep.json", std::string(buf.GetString()) + "\n", 0644); !s) return s;
 
   for (const PlannedJob& j : m.plan.jobs) {
     const std::string script =
@@ -121,7 +109,7 @@ Status WriteSweepFiles(const SweepManifest& m) {
         " (" + std::to_string(j.entries.size()) + " entries). Written by ixsubmit sweep; the entry is\n"
         "# looked up by SLURM_ARRAY_TASK_ID in sweep.json.\n"
         "exec " + Quote(m.ixsubmit) + " task --sweep-dir " + Quote(m.sweep_dir) + " --job " + Quote(j.key) + "\n";
-    if (Status s = WriteFile(ScriptPath(m, j), script, 0755); !s) return s;
+    if (Status s = WriteFileAtomic(ScriptPath(m, j), script, 0755); !s) return s;
   }
   return Ok{};
 }

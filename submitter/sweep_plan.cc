@@ -8,20 +8,21 @@
 
 namespace ix {
 
-Result<std::map<std::string, std::string>> RecipesByConfigKey(const std::string& recipe_dir) {
-  std::map<std::string, std::string> out;
+Result<RecipeIndex> IndexRecipes(const std::string& recipe_dir) {
+  RecipeIndex index;
   for (const std::string& name : ListRecipes(recipe_dir)) {
     Result<Recipe> r = LoadRecipeByName(recipe_dir, name);
     if (!r) return r.error();
     for (const std::string& key : r.value().serves) {
-      auto [it, inserted] = out.emplace(key, name);
+      auto [it, inserted] = index.by_key.emplace(key, name);
       if (!inserted) {
         return Error{"config key '" + key + "' is served by two recipes in " + recipe_dir + ": " + it->second +
                      " and " + name + "; a key must have one recipe"};
       }
     }
+    index.recipes.emplace(name, std::move(r).value());
   }
-  return out;
+  return index;
 }
 
 std::string ArmFor(const SearchSpaceEntry& ss) {
@@ -32,9 +33,9 @@ std::string ArmFor(const SearchSpaceEntry& ss) {
 }
 
 Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const std::string& recipe_dir) {
-  Result<std::map<std::string, std::string>> by_key = RecipesByConfigKey(recipe_dir);
-  if (!by_key) return by_key.error();
-  std::map<std::string, Recipe> recipes;
+  Result<RecipeIndex> index = IndexRecipes(recipe_dir);
+  if (!index) return index.error();
+  const std::map<std::string, std::string>& by_key = index.value().by_key;
   SweepPlan plan;
   plan.mode = mode;
   const SweepModeTraits traits = TraitsOf(mode);
@@ -44,20 +45,15 @@ Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const 
       return Error{"config '" + e.config->key + "' is multinode (" + e.config->Where() +
                    "); ixsubmit sweep runs single-node entries only"};
     }
-    auto r = by_key.value().find(e.config->key);
-    if (r == by_key.value().end()) {
+    auto r = by_key.find(e.config->key);
+    if (r == by_key.end()) {
       std::string known;
-      for (const auto& [k, v] : by_key.value()) known += (known.empty() ? "" : ", ") + k + " (" + v + ")";
+      for (const auto& [k, v] : by_key) known += (known.empty() ? "" : ", ") + k + " (" + v + ")";
       return Error{"no recipe in " + recipe_dir + " serves config key '" + e.config->key +
                    "'; a recipe lists the keys it runs under 'serves:'. Served now: " +
                    (known.empty() ? std::string("(none)") : known)};
     }
-    if (!recipes.count(r->second)) {
-      Result<Recipe> loaded = LoadRecipeByName(recipe_dir, r->second);
-      if (!loaded) return loaded.error();
-      recipes.emplace(r->second, std::move(loaded).value());
-    }
-    const Recipe& recipe = recipes.at(r->second);
+    const Recipe& recipe = index.value().recipes.at(r->second);
     PlannedEntry p;
     p.index = static_cast<int64_t>(plan.entries.size());
     p.job_key = job.key;

@@ -52,9 +52,14 @@ struct SweepPlan {
   std::vector<PlannedJob> jobs;  // canary first
 };
 
-// Config key -> recipe name, from the `serves` lists of every recipe in a
-// directory. A key served by two recipes is an error naming both.
-Result<std::map<std::string, std::string>> RecipesByConfigKey(const std::string& recipe_dir);
+// Every recipe of a directory, loaded once, and which one serves each
+// config key (their `serves` lists). A key served by two recipes is an
+// error naming both.
+struct RecipeIndex {
+  std::map<std::string, Recipe> recipes;         // by name
+  std::map<std::string, std::string> by_key;     // config key -> recipe name
+};
+Result<RecipeIndex> IndexRecipes(const std::string& recipe_dir);
 
 // The arm name InferenceX's parallelism fields mean: dp-attn -> depN,
 // ep > 1 -> tepN, else tpN (N = tp).

@@ -42,12 +42,9 @@ void WriteStatus(const std::string& dir, const std::string& state, const std::st
     w.Key("failure_process"); w.String(process.c_str());
   }
   w.EndObject();
-  const std::string tmp = dir + "/status.json.tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << buf.GetString() << "\n";
+  if (Status s = WriteFileAtomic(dir + "/status.json", std::string(buf.GetString()) + "\n"); !s) {
+    std::fprintf(stderr, "ixsubmit task: %s\n", s.error().message.c_str());
   }
-  ::rename(tmp.c_str(), (dir + "/status.json").c_str());
 }
 
 std::string Env(const char* name) {
