@@ -142,7 +142,9 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     for (const auto& s : started) roots.push_back(s.spawned.id);
     StopOptions so;
     so.grace = o.stop_grace;
-    so.poll = std::chrono::milliseconds(1);  // a fast exit is seen at once
+    // A fast exit is seen at once; looking costs one /proc pass per poll.
+    so.poll = std::chrono::milliseconds(1);
+    so.max_poll = std::chrono::milliseconds(5);
     const StopReport r = StopTree(roots, known, so);
     std::fprintf(stderr, "ix-stepd: %s\n", r.Summary().c_str());
   };

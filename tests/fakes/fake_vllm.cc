@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "fake_common.h"
+#include "growing_pool.h"
 
 extern char** environ;
 
@@ -366,7 +367,7 @@ std::string wait_status_text(int status) {
       }
       break;
     }
-    ixfake::sleep_s(0.005);
+    ixfake::sleep_s(0.001);
   }
   logf("shutdown complete, exiting with status %d", code);
   _exit(code);
@@ -1133,7 +1134,7 @@ int main(int argc, char** argv) {
 
   Engine engine(cfg);
   httplib::Server svr;
-  svr.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+  svr.new_task_queue = [] { return new ixfake::GrowingPool(kServerThreads); };
   svr.set_keep_alive_max_count(1000);
   svr.set_tcp_nodelay(true);
   int listen_fd = -1;

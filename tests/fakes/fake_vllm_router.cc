@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "fake_common.h"
+#include "growing_pool.h"
 
 namespace {
 
@@ -486,7 +487,7 @@ int main(int argc, char** argv) {
 
   Router router(cfg);
   httplib::Server svr;
-  svr.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+  svr.new_task_queue = [] { return new ixfake::GrowingPool(kServerThreads); };
   svr.set_keep_alive_max_count(1000);
   svr.set_tcp_nodelay(true);
   int listen_fd = -1;
