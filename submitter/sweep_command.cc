@@ -401,6 +401,9 @@ const char kUsage[] =
 
 int RunSweepCommand(const std::vector<std::string>& all_args) {
   const std::string me = "ixsubmit sweep";
+  // Line by line even into a file or pipe: a submitter killed mid-sweep
+  // leaves every line it printed (the sweep id first) for --resume.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::vector<std::string> args, client;
   bool after = false;
   for (const std::string& a : all_args) {

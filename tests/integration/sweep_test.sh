@@ -13,7 +13,15 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 cfg=$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300.yaml
 key=dsv41flash-fp4-b300-vllm-agentic-dspark
 sweep() { "$IXSUBMIT" sweep "$1" --config-files "$cfg" --config-keys "$key" --db "$tmp/ix.db" --throttle 2 "${@:2}"; }
-queue_empty() { [[ -z $(squeue -h -u "$(id -un)") ]]; }
+# Nothing pending or running is left (jobs still COMPLETING get 5 s to finish).
+queue_empty() {
+  local i
+  for i in $(seq 50); do
+    [[ -z $(squeue -h -u "$(id -un)" --states=PENDING,RUNNING,COMPLETING,SUSPENDED) ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 # 1. A small clean sweep: the canary first, then the bucket after it.
 sweep full-sweep-fail-fast --conc 2 8 --sweep-dir "$tmp/ok" -- ix-fake-client --sessions 2 --turns 2 >"$tmp/ok.out" 2>&1 ||
@@ -25,7 +33,7 @@ echo "ok: clean sweep: $(tail -1 "$tmp/ok.out")"
 
 # 2. The expert-parallel entries' API servers exit at start (tep4, dep4): under
 #    fail-fast the bucket stops at the first and the exit status is non-zero.
-FAKE_VLLM_EXIT0_AFTER_S=0.05 FAKE_VLLM_FAULT_ONLY_IF_ARG=--enable-expert-parallel \
+FAKE_VLLM_EXIT0_AFTER_S=0.001 FAKE_VLLM_FAULT_ONLY_IF_ARG=--enable-expert-parallel \
   sweep full-sweep-fail-fast --conc 2 8 --sweep-dir "$tmp/ff" -- ix-fake-client --sessions 2 --turns 50 >"$tmp/ff.out" 2>&1 &&
   fail "fail-fast sweep exited 0"
 grep -q "fail-fast" "$tmp/ff.out" || fail "fail-fast: no cancellation: $(tail -5 "$tmp/ff.out")"
@@ -35,7 +43,7 @@ queue_empty || fail "fail-fast: jobs left: $(squeue -h)"
 echo "ok: fail-fast: $(tail -1 "$tmp/ff.out")"
 
 # 3. The same fault without fail-fast: every other entry completes.
-FAKE_VLLM_EXIT0_AFTER_S=0.05 FAKE_VLLM_FAULT_ONLY_IF_ARG=--enable-expert-parallel \
+FAKE_VLLM_EXIT0_AFTER_S=0.001 FAKE_VLLM_FAULT_ONLY_IF_ARG=--enable-expert-parallel \
   sweep full-sweep-enabled --conc 2 8 --sweep-dir "$tmp/nf" -- ix-fake-client --sessions 2 --turns 50 >"$tmp/nf.out" 2>&1 &&
   fail "full-sweep-enabled with a failure exited 0"
 grep -q "done 2, failed 4" "$tmp/nf.out" || fail "full-sweep-enabled: $(tail -3 "$tmp/nf.out")"
@@ -50,10 +58,85 @@ canary=$(grep -o "submitted canary as job [0-9]*" "$tmp/cf.out" | grep -o "[0-9]
 sleep 2; scancel "$canary"
 wait $pid && fail "canary failure: sweep exited 0"
 grep -q "the canary failed" "$tmp/cf.out" || fail "canary failure: dependents not cancelled: $(tail -5 "$tmp/cf.out")"
-sleep 1; queue_empty || fail "canary failure: left in the queue: $(squeue -h)"
+queue_empty || fail "canary failure: left in the queue: $(squeue -h)"
 echo "ok: failed canary: $(tail -1 "$tmp/cf.out")"
 
-# 5. Bad input: clear errors, nothing submitted.
+# The canary job ended before the bucket's first task started (afterok).
+canary_first() {
+  python3 - "$1" <<'PY'
+import glob, json, sys
+d = sys.argv[1]
+plan = json.load(open(d + "/sweep.json"))
+st = {e["index"]: json.load(open(f"{d}/results/{e['index']}/status.json")) for e in plan["entries"]
+      if glob.glob(f"{d}/results/{e['index']}/status.json")}
+canary = [e["index"] for e in plan["entries"] if e["job"] == "canary"]
+if canary:
+    rest = [st[i]["started_at"] for i in st if i not in canary]
+    assert rest and min(rest) >= st[canary[0]]["ended_at"], (st[canary[0]], min(rest) if rest else None)
+PY
+}
+count_jobs() { squeue -h --states=all -o '%F %j' | awk -v p="ix-$1-" 'index($2, p) == 1 {print $1}' | sort -u | wc -l; }
+
+# 5. Each mode on the small selection: which jobs, how many entries, in which order, final state.
+for spec in "sweep-enabled 0 3" "full-sweep-enabled 1 6" "full-sweep-fail-fast 1 6" \
+            "full-sweep-fail-fast-no-canary 0 6" "non-canary-full-sweep-enabled 0 6"; do
+  read -r mode canaries entries <<<"$spec"
+  sweep "$mode" --conc 2 8 --sweep-dir "$tmp/m-$mode" -- ix-fake-client --sessions 2 --turns 2 >"$tmp/m-$mode.out" 2>&1 ||
+    fail "$mode: exit $?: $(tail -3 "$tmp/m-$mode.out")"
+  id=$(grep -o 'sw-[0-9]*-[0-9]*-[0-9a-f]*' "$tmp/m-$mode.out" | head -1)
+  n=$(grep -c "submitted canary" "$tmp/m-$mode.out")
+  [[ $n -eq $canaries ]] || fail "$mode: $n canary jobs, expected $canaries"
+  [[ $(count_jobs "$id") -eq $((canaries + 1)) ]] || fail "$mode: $(count_jobs "$id") jobs in Slurm, expected $((canaries + 1))"
+  "$IXSUBMIT" status --db "$tmp/ix.db" "$id" >"$tmp/m-$mode.status"
+  got=$(grep -c " succeeded " "$tmp/m-$mode.status")
+  [[ $got -eq $entries ]] || fail "$mode: $got entries succeeded, expected $entries: $(cat "$tmp/m-$mode.status")"
+  canary_first "$tmp/m-$mode" || fail "$mode: the bucket started before the canary ended"
+done
+echo "ok: every mode ran its jobs in order"
+
+# 6. A bucket waits on the canary: while the canary runs, the array is pending on afterok.
+FAKE_VLLM_START_DELAY_S=30 sweep full-sweep-enabled --conc 2 8 --no-watch --sweep-dir "$tmp/dep" -- ix-fake-client \
+  >"$tmp/dep.out" 2>&1 || fail "dependency sweep: $(tail -3 "$tmp/dep.out")"
+canary=$(grep -o "submitted canary as job [0-9]*" "$tmp/dep.out" | grep -o "[0-9]*$")
+bucket=$(grep -o "submitted bucket:1k1k as job [0-9]*" "$tmp/dep.out" | grep -o "[0-9]*$")
+scontrol -o show job "$bucket" | grep -q "Dependency=afterok:${canary}" ||
+  fail "the bucket does not depend on the canary: $(scontrol -o show job "$bucket" | grep -o 'Dependency=[^ ]*' | head -1)"
+scancel "$canary" "$bucket"
+echo "ok: the bucket array waits on afterok:$canary"
+
+# 7. The submitter SIGKILLed while watching, then resumed: the sweep completes,
+#    nothing is submitted twice, every entry is recorded.
+sweep full-sweep-enabled --conc 2 8 --sweep-dir "$tmp/rs" -- ix-fake-client --sessions 2 --turns 20 >"$tmp/rs.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "submitted bucket" "$tmp/rs.out" && break; sleep 0.1; done
+sleep 1; kill -9 $pid; wait $pid 2>/dev/null
+id=$(grep -o 'sw-[0-9]*-[0-9]*-[0-9a-f]*' "$tmp/rs.out" | head -1)
+"$IXSUBMIT" sweep --resume "$id" --db "$tmp/ix.db" >"$tmp/rs2.out" 2>&1 || fail "resume: $(tail -3 "$tmp/rs2.out")"
+grep -q "submitted" "$tmp/rs2.out" && fail "resume submitted again: $(cat "$tmp/rs2.out")"
+[[ $(count_jobs "$id") -eq 2 ]] || fail "resume: $(count_jobs "$id") jobs, expected 2"
+"$IXSUBMIT" status --db "$tmp/ix.db" "$id" >"$tmp/rs.status"
+[[ $(grep -c " succeeded " "$tmp/rs.status") -eq 6 ]] || fail "resume: $(cat "$tmp/rs.status")"
+echo "ok: killed and resumed: $(tail -1 "$tmp/rs2.out")"
+
+# 8. SIGKILLed between sbatch's answer and the database (an sbatch that kills
+#    its caller): the resumed submitter finds the array by its name.
+mkdir -p "$tmp/wrap"
+cat >"$tmp/wrap/sbatch" <<SH
+#!/bin/bash
+$(command -v sbatch) "\$@"; rc=\$?
+[[ " \$* " == *" --array="* && " \$* " != *" --test-only "* ]] && kill -9 \$PPID
+exit \$rc
+SH
+chmod +x "$tmp/wrap/sbatch"
+PATH=$tmp/wrap:$PATH sweep full-sweep-enabled --conc 2 8 --sweep-dir "$tmp/lk" -- ix-fake-client --sessions 2 --turns 2 \
+  >"$tmp/lk.out" 2>&1 && fail "the sbatch wrapper did not kill the submitter"
+id=$(grep -o 'sw-[0-9]*-[0-9]*-[0-9a-f]*' "$tmp/lk.out" | head -1)
+"$IXSUBMIT" sweep --resume "$id" --db "$tmp/ix.db" >"$tmp/lk2.out" 2>&1 || fail "lookup resume: $(tail -3 "$tmp/lk2.out")"
+grep -q "was submitted before the interruption" "$tmp/lk2.out" || fail "lookup resume: $(cat "$tmp/lk2.out")"
+[[ $(count_jobs "$id") -eq 2 ]] || fail "lookup resume: $(count_jobs "$id") jobs, expected 2"
+echo "ok: a job sbatch made before the kill was found by name, not submitted again"
+
+# 9. Bad input: clear errors, nothing submitted.
 before=$(squeue -h | wc -l)
 out=$("$IXSUBMIT" sweep no-such-mode --config-files "$cfg" -- c 2>&1) && fail "unknown mode accepted"
 grep -q "full-sweep-fail-fast" <<<"$out" || fail "unknown mode: $out"
