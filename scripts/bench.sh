@@ -17,3 +17,7 @@ echo
 echo "## Job step (bench/step_bench.sh, $(nproc) cores; needs root: starts a private cluster)"
 echo
 "$repo/bench/step_bench.sh" "$repo/build" 15
+echo
+echo "## Sweep submission (bench/sweep_bench.sh, $(nproc) cores; needs root: starts a private cluster)"
+echo
+"$repo/bench/sweep_bench.sh" "$repo/build" 5

@@ -249,17 +249,26 @@ std::map<std::string, JobProgress> Progress(const LoadedSweep& l) {
   return out;
 }
 
-// The canary and fail-fast rules: the jobs to cancel now, with why.
+// The canary and fail-fast rules: the jobs to cancel now, with why. A
+// failure stops every array of its bucket (a bucket larger than
+// MaxArraySize has several).
 std::vector<std::pair<const JobRecord*, std::string>> JobsToCancel(const LoadedSweep& l, const SweepManifest& m,
                                                                    std::map<std::string, JobProgress>& progress) {
   const EntryCounts& canary = progress["canary"].counts;
   const bool canary_failed = canary.failed + canary.cancelled > 0;
+  std::map<std::string, int64_t> bucket_failed;  // bucket -> its first failed entry
+  for (const JobRecord& j : l.jobs) {
+    const std::optional<int64_t>& f = progress[j.key].first_failed;
+    const std::string b = BucketOfJobKey(j.key);
+    if (f && (!bucket_failed.count(b) || *f < bucket_failed[b])) bucket_failed[b] = *f;
+  }
   std::vector<std::pair<const JobRecord*, std::string>> out;
   for (const JobRecord& j : l.jobs) {
     const JobProgress& p = progress[j.key];
     if (j.state == JobState::kCancelled || !j.slurm_job_id || p.counts.pending + p.counts.running == 0) continue;
-    if (m.fail_fast && j.kind == JobKind::kArray && p.first_failed) {
-      out.emplace_back(&j, "fail-fast: entry " + std::to_string(*p.first_failed) + " of bucket " + j.key.substr(7) +
+    const std::string bucket = BucketOfJobKey(j.key);
+    if (m.fail_fast && j.kind == JobKind::kArray && bucket_failed.count(bucket)) {
+      out.emplace_back(&j, "fail-fast: entry " + std::to_string(bucket_failed[bucket]) + " of bucket " + bucket +
                                " failed");
     } else if (j.depends_on == "canary" && canary_failed) {
       out.emplace_back(&j, "the canary failed");
@@ -384,6 +393,19 @@ int Watch(SweepStore& store, const std::string& id, const SweepManifest& m, Slur
       return OnCtrlC(store, id, l.value(), cli);
     }
   }
+}
+
+// Slurm's MaxArraySize (array indices stay below it); 1001, Slurm's
+// default, when it cannot be read (a dry run without a cluster).
+int64_t MaxArraySize() {
+  Result<CommandOutput> r = RunCommand({"scontrol", "show", "config"}, CurrentEnvironment(), std::chrono::seconds(10));
+  if (!r || !r.value().ok()) return 1001;
+  const std::string& out = r.value().out;
+  const size_t at = out.find("\nMaxArraySize");
+  if (at == std::string::npos) return 1001;
+  const size_t eq = out.find('=', at);
+  const int64_t v = eq == std::string::npos ? 0 : std::strtoll(out.c_str() + eq + 1, nullptr, 10);
+  return v > 0 ? v : 1001;
 }
 
 const char kUsage[] =
@@ -514,7 +536,7 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
   Result<MatrixBuckets> buckets = GenerateBuckets(config.value(), runners.value(), options, traits.trim_conc);
   if (!buckets) return std::cerr << me << ": " << buckets.error().message << "\n", 1;
   const std::string rdir = ResolveRecipeDir(recipe_dir.value_or(""));
-  Result<SweepPlan> plan = PlanSweep(mode.value(), buckets.value(), rdir);
+  Result<SweepPlan> plan = PlanSweep(mode.value(), buckets.value(), rdir, MaxArraySize());
   if (!plan) return std::cerr << me << ": " << plan.error().message << "\n", 1;
 
   SweepManifest m;

@@ -31,7 +31,7 @@ std::string Safe(const std::string& s) {
 }  // namespace
 
 std::string ScriptPath(const SweepManifest& m, const PlannedJob& job) {
-  return m.sweep_dir + "/" + (job.canary ? std::string("canary") : "bucket-" + Safe(job.bucket)) + ".sbatch";
+  return m.sweep_dir + "/" + (job.canary ? std::string("canary") : "bucket-" + Safe(job.key.substr(7))) + ".sbatch";
 }
 
 std::string ResultDir(const SweepManifest& m, int64_t index) {
@@ -40,7 +40,7 @@ std::string ResultDir(const SweepManifest& m, int64_t index) {
 
 std::string JobName(const SweepManifest& m, const PlannedJob& job) {
   std::string key = job.entries.empty() ? "" : m.plan.entries[static_cast<size_t>(job.entries[0])].config_key;
-  return "ix-" + m.sweep_id + "-" + Safe(job.bucket) + "-" + Safe(key);
+  return "ix-" + m.sweep_id + "-" + (job.canary ? std::string("canary") : Safe(job.key.substr(7))) + "-" + Safe(key);
 }
 
 Status WriteSweepFiles(const SweepManifest& m) {

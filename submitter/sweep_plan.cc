@@ -25,6 +25,11 @@ Result<RecipeIndex> IndexRecipes(const std::string& recipe_dir) {
   return index;
 }
 
+std::string BucketOfJobKey(const std::string& key) {
+  if (key.rfind("bucket:", 0) != 0) return key;
+  return key.substr(7, key.find('#') == std::string::npos ? std::string::npos : key.find('#') - 7);
+}
+
 std::string ArmFor(const SearchSpaceEntry& ss) {
   const std::string n = std::to_string(ss.tp);
   if (ss.dp_attn) return "dep" + n;
@@ -32,7 +37,9 @@ std::string ArmFor(const SearchSpaceEntry& ss) {
   return "tp" + n;
 }
 
-Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const std::string& recipe_dir) {
+Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const std::string& recipe_dir,
+                            int64_t max_array_size) {
+  if (max_array_size < 1) return Error{"the largest array must hold at least one task"};
   Result<RecipeIndex> index = IndexRecipes(recipe_dir);
   if (!index) return index.error();
   const std::map<std::string, std::string>& by_key = index.value().by_key;
@@ -99,13 +106,18 @@ Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const 
     }
   }
   const bool has_canary = !plan.jobs.empty();
+  // One array per bucket, or several when the bucket has more entries than
+  // Slurm's MaxArraySize allows: bucket:NAME, bucket:NAME#2, ...
   auto add_bucket = [&](const std::string& name, const std::vector<MatrixEntry>& entries) -> Status {
-    if (entries.empty()) return Ok{};
-    PlannedJob job{"bucket:" + name, name, false, {}, 0, has_canary ? "canary" : ""};
-    for (const MatrixEntry& e : entries) {
-      if (Status s = add(e, job); !s) return s;
+    for (size_t first = 0, part = 1; first < entries.size(); first += static_cast<size_t>(max_array_size), ++part) {
+      const std::string key = "bucket:" + name + (part > 1 ? "#" + std::to_string(part) : "");
+      PlannedJob job{key, name, false, {}, 0, has_canary ? "canary" : ""};
+      const size_t end = std::min(entries.size(), first + static_cast<size_t>(max_array_size));
+      for (size_t i = first; i < end; ++i) {
+        if (Status s = add(entries[i], job); !s) return s;
+      }
+      plan.jobs.push_back(std::move(job));
     }
-    plan.jobs.push_back(std::move(job));
     return Ok{};
   };
   for (const Bucket& b : rest.single_node) {

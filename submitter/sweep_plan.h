@@ -38,7 +38,7 @@ struct PlannedEntry {
 };
 
 struct PlannedJob {
-  std::string key;        // "canary", "bucket:1k1k"
+  std::string key;        // "canary", "bucket:1k1k", "bucket:1k1k#2"
   std::string bucket;
   bool canary = false;
   std::vector<int64_t> entries;  // indices, in array order
@@ -65,9 +65,16 @@ Result<RecipeIndex> IndexRecipes(const std::string& recipe_dir);
 // ep > 1 -> tepN, else tpN (N = tp).
 std::string ArmFor(const SearchSpaceEntry& ss);
 
-// The plan for `mode` over `buckets` (made with the mode's trim_conc).
+// The plan for `mode` over `buckets` (made with the mode's trim_conc); a
+// bucket larger than `max_array_size` (Slurm's MaxArraySize) becomes
+// several arrays, bucket:NAME, bucket:NAME#2, ..., which fail fast together.
 // Errors: a multinode entry (not supported by the step yet), a config key
-// no recipe serves, an arm the recipe lacks, an empty selection.
-Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const std::string& recipe_dir);
+// no recipe serves, an arm the recipe lacks, a concurrency the recipe
+// refuses, an empty selection.
+Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const std::string& recipe_dir,
+                            int64_t max_array_size = 1001);
+
+// The bucket a job key names: "bucket:1k1k#2" -> "1k1k"; "canary" -> "canary".
+std::string BucketOfJobKey(const std::string& key);
 
 }  // namespace ix

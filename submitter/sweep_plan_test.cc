@@ -165,3 +165,50 @@ TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
 
 }  // namespace
 }  // namespace ix
+
+namespace ix {
+namespace {
+
+// A bucket larger than Slurm's MaxArraySize becomes several arrays, each
+// under the limit, all of the same bucket.
+TEST(SweepPlan, BucketsLargerThanMaxArraySizeAreSplit) {
+  Result<MasterConfig> c = LoadMasterConfigFiles({kExample});
+  Result<RunnerConfig> r = LoadRunnerConfigFile(kRunners);
+  ASSERT_TRUE(c.ok() && r.ok());
+  SweepOptions o;
+  o.command = SweepOptions::Command::kTestConfig;
+  o.config_keys = {kKey};
+  o.conc = {2, 4, 8, 16};  // 12 entries: a canary and 11 in 1k1k
+  Result<MatrixBuckets> b = GenerateBuckets(c.value(), r.value(), o, false);
+  ASSERT_TRUE(b.ok());
+  Result<SweepPlan> p = PlanSweep(SweepMode::kFullSweepFailFast, b.value(), kRecipes, 5);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  std::vector<std::string> keys;
+  std::vector<size_t> sizes;
+  for (const PlannedJob& j : p.value().jobs) {
+    keys.push_back(j.key);
+    sizes.push_back(j.entries.size());
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"canary", "bucket:1k1k", "bucket:1k1k#2", "bucket:1k1k#3"}));
+  EXPECT_EQ(sizes, (std::vector<size_t>{1, 5, 5, 1}));
+  EXPECT_EQ(BucketOfJobKey("bucket:1k1k#2"), "1k1k");
+  EXPECT_EQ(BucketOfJobKey("bucket:1k1k"), "1k1k");
+  EXPECT_EQ(BucketOfJobKey("canary"), "canary");
+  for (const PlannedJob& j : p.value().jobs) {
+    for (size_t i = 0; i < j.entries.size(); ++i) {
+      EXPECT_EQ(p.value().entries[j.entries[i]].array_index, static_cast<int64_t>(i)) << j.key;
+      EXPECT_EQ(p.value().entries[j.entries[i]].job_key, j.key);
+    }
+  }
+  // Distinct scripts and job names per array.
+  SweepManifest m;
+  m.sweep_id = "sw-x";
+  m.sweep_dir = "/s";
+  m.plan = p.value();
+  EXPECT_NE(ScriptPath(m, m.plan.jobs[1]), ScriptPath(m, m.plan.jobs[2]));
+  EXPECT_NE(JobName(m, m.plan.jobs[1]), JobName(m, m.plan.jobs[2]));
+  EXPECT_EQ(ScriptPath(m, m.plan.jobs[2]), "/s/bucket-1k1k-2.sbatch");
+}
+
+}  // namespace
+}  // namespace ix
