@@ -136,7 +136,39 @@ grep -q "was submitted before the interruption" "$tmp/lk2.out" || fail "lookup r
 [[ $(count_jobs "$id") -eq 2 ]] || fail "lookup resume: $(count_jobs "$id") jobs, expected 2"
 echo "ok: a job sbatch made before the kill was found by name, not submitted again"
 
-# 9. Bad input: clear errors, nothing submitted.
+# 9. On a terminal: a progress bar per job, and Ctrl-C asks; "c" cancels the sweep.
+python3 - "$IXSUBMIT" "$cfg" "$key" "$tmp" <<'PY' || fail "terminal display / Ctrl-C"
+import os, pty, sys, time
+ixsubmit, cfg, key, tmp = sys.argv[1:5]
+argv = [ixsubmit, "sweep", "full-sweep-enabled", "--config-files", cfg, "--config-keys", key, "--db", tmp + "/ix.db",
+        "--conc", "2", "8", "--throttle", "1", "--sweep-dir", tmp + "/tty", "--", "ix-fake-client", "--sessions", "2",
+        "--turns", "200"]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(ixsubmit, argv)
+out = b""
+def read_until(token, seconds):
+    global out
+    end = time.time() + seconds
+    while token not in out and time.time() < end:
+        try:
+            out += os.read(fd, 65536)
+        except OSError:
+            break
+    return token in out
+assert read_until(b"bucket:1k1k (job", 60), out[-2000:]
+assert b"\x1b[" in out and b"[" in out and b"elapsed" in out, out[-2000:]   # redrawn bars
+os.write(fd, b"\x03")                                                       # Ctrl-C on the terminal
+assert read_until(b"[c/L]", 20), out[-2000:]
+os.write(fd, b"c\n")
+assert read_until(b"cancelled", 20), out[-2000:]
+_, status = os.waitpid(pid, 0)
+assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 130, status
+print("ok: terminal: progress bars, Ctrl-C, cancel (exit 130)")
+PY
+queue_empty || fail "Ctrl-C cancel left jobs: $(squeue -h)"
+
+# 10. Bad input: clear errors, nothing submitted.
 before=$(squeue -h | wc -l)
 out=$("$IXSUBMIT" sweep no-such-mode --config-files "$cfg" -- c 2>&1) && fail "unknown mode accepted"
 grep -q "full-sweep-fail-fast" <<<"$out" || fail "unknown mode: $out"
