@@ -322,27 +322,33 @@ int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
   int err = 0;
   const std::string pid_text = ReadFileText(s.run_dir + "/stepd.pid", &err);
   const pid_t pid = err ? 0 : static_cast<pid_t>(std::atoi(pid_text.c_str()));
-  // The pid file is the user's: signal it only if that process is the user's.
+  // The pid file is the user's: signal it only if that process is the
+  // user's. The pidfd is taken first, so the pid checked is the pid
+  // signalled (it cannot be recycled in between); without pidfds (Linux <
+  // 5.3) kill and a look every 10 ms.
+  const int pidfd = pid > 1 ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1;
+  auto signal = [&](int sig) {
+    if (pidfd >= 0) return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+    return ::kill(pid, sig);
+  };
   struct stat st{};
   if (pid > 1 && ::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid == g_uid) {
     // ix-stepd stops what it started on SIGTERM; a zombie counts as gone.
-    // A pidfd turns readable the moment it exits; without one, look every 10 ms.
     auto gone = [pid] {
       Result<ProcessInfo> p = ReadProcessInfo(pid);
       return !p || p.value().exited();
     };
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    ::kill(pid, SIGTERM);
+    signal(SIGTERM);
     if (pidfd >= 0) {
       struct pollfd pfd{pidfd, POLLIN, 0};
       while (::poll(&pfd, 1, 5000) < 0 && errno == EINTR) {
       }
-      ::close(pidfd);
     } else {
       for (int i = 0; i < 500 && !gone(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (!gone()) ::kill(pid, SIGKILL);
+    if (!gone()) signal(SIGKILL);
   }
+  if (pidfd >= 0) ::close(pidfd);
   ReleasePorts(args, s.step_id);
   g_setup.reset();
   return 0;
