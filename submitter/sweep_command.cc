@@ -72,8 +72,8 @@ Result<SweepStore> OpenStore(const std::optional<std::string>& db) {
 // Submits every job not yet submitted, in order. A job left "submitting"
 // by a submitter that died is looked up by its unique name first, so a
 // resumed sweep never submits it twice.
-Status SubmitPending(SweepStore& store, const std::string& id, const SweepManifest& m, const SubmitSettings& s,
-                     SlurmCli& cli) {
+Status SubmitPending(SweepStore& store, const std::string& id, const SweepManifest& m, SlurmCli& cli) {
+  const SubmitSettings& s = m.settings;
   Result<std::vector<JobRecord>> pending = store.JobsNeedingSubmission(id);
   if (!pending) return pending.error();
   for (const JobRecord& j : pending.value()) {
@@ -448,7 +448,7 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
   std::optional<std::string> recipe_dir, sweep_dir, db, resume;
   SubmitSettings settings;
   bool dry_run = false, watch = true;
-  std::vector<std::string> selection;
+  std::vector<std::string> selection, other_options;
   std::string mode_name;
   try {
     for (size_t i = 0; i < args.size(); ++i) {
@@ -460,6 +460,7 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
         return args[++i];
       };
       const std::string name = a.substr(0, a.find('='));
+      if (name != "--db" && name != "--resume") other_options.push_back(name);
       if (name == "--recipe-dir") recipe_dir = value();
       else if (name == "--sweep-dir") sweep_dir = value();
       else if (name == "--db") db = value();
@@ -475,6 +476,10 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
       else selection.push_back(a);
     }
     if (settings.throttle < 0) throw Misuse{"argument --throttle: must be >= 0"};
+    if (resume && (!other_options.empty() || !client.empty() || !mode_name.empty())) {
+      throw Misuse{"argument --resume: takes only --db (the sweep keeps the mode, selection, sbatch settings and "
+                   "client it was submitted with); got " + (!other_options.empty() ? other_options[0] : !mode_name.empty() ? mode_name : std::string("a client"))};
+    }
   } catch (const Misuse& m) {
     std::cerr << me << ": error: " << m.message << "\nTry '" << me << " --help'.\n";
     return 2;
@@ -492,7 +497,7 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
     Result<SweepManifest> m = ReadSweepManifest(l.value().sweep.sweep_dir);
     if (!m) return std::cerr << me << ": " << m.error().message << "\n", 1;
     std::printf("sweep %s: resuming (%s)\n", resume->c_str(), m.value().sweep_dir.c_str());
-    if (Status s = SubmitPending(store.value(), *resume, m.value(), settings, cli); !s) {
+    if (Status s = SubmitPending(store.value(), *resume, m.value(), cli); !s) {
       return std::cerr << me << ": " << s.error().message << "\n", 1;
     }
     return Watch(store.value(), *resume, m.value(), cli);
@@ -547,6 +552,7 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
   m.recipe_dir = rdir;
   m.fail_fast = traits.fail_fast;
   m.client = client;
+  m.settings = settings;
   m.plan = plan.value();
   if (Status s = WriteSweepFiles(m); !s) return std::cerr << me << ": " << s.error().message << "\n", 1;
 
@@ -609,7 +615,7 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
   if (!id) return std::cerr << me << ": " << id.error().message << "\n", 1;
   std::printf("sweep %s: %s, %zu entries in %zu jobs, files in %s\n", id.value().c_str(), SweepModeName(mode.value()),
               m.plan.entries.size(), m.plan.jobs.size(), m.sweep_dir.c_str());
-  if (Status s = SubmitPending(store.value(), id.value(), m, settings, cli); !s) {
+  if (Status s = SubmitPending(store.value(), id.value(), m, cli); !s) {
     std::cerr << me << ": " << s.error().message << "\n";
     return 1;
   }

@@ -65,6 +65,14 @@ Status WriteSweepFiles(const SweepManifest& m) {
   w.StartArray();
   for (const auto& a : m.client) str(a);
   w.EndArray();
+  w.Key("sbatch");
+  w.StartObject();
+  w.Key("partition"); str(m.settings.partition);
+  w.Key("account"); str(m.settings.account);
+  w.Key("time"); str(m.settings.time_limit);
+  w.Key("exclusive"); w.Bool(m.settings.exclusive);
+  w.Key("throttle"); w.Int64(m.settings.throttle);
+  w.EndObject();
   w.Key("jobs");
   w.StartArray();
   for (const PlannedJob& j : m.plan.jobs) {
@@ -143,6 +151,14 @@ Result<SweepManifest> ReadSweepManifest(const std::string& sweep_dir) {
     return Error{path + ": fields 'client', 'jobs' and 'entries' must be arrays"};
   }
   for (const auto& a : d["client"].GetArray()) m.client.push_back(a.IsString() ? a.GetString() : "");
+  if (d.HasMember("sbatch") && d["sbatch"].IsObject()) {
+    const rapidjson::Value& sb = d["sbatch"];
+    m.settings.partition = s(sb, "partition");
+    m.settings.account = s(sb, "account");
+    m.settings.time_limit = s(sb, "time");
+    m.settings.exclusive = b(sb, "exclusive");
+    m.settings.throttle = i(sb, "throttle");
+  }
   for (const auto& j : d["jobs"].GetArray()) {
     PlannedJob job;
     job.key = s(j, "key");

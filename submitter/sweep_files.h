@@ -32,6 +32,7 @@ struct SweepManifest {
   std::string recipe_dir;
   bool fail_fast = false;
   std::vector<std::string> client;  // the step's client argv
+  SubmitSettings settings;          // kept, so a resumed submitter submits the same way
   SweepPlan plan;
 };
 

@@ -126,12 +126,21 @@ TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
   m.recipe_dir = kRecipes;
   m.fail_fast = true;
   m.client = {"ix-fake-client", "--sessions", "2"};
+  m.settings.partition = "gpu";
+  m.settings.time_limit = "02:00:00";
+  m.settings.throttle = 7;
+  m.settings.exclusive = true;
   m.plan = p.value();
   ASSERT_TRUE(WriteSweepFiles(m).ok());
   Result<SweepManifest> back = ReadSweepManifest(m.sweep_dir);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back.value().client, m.client);
   EXPECT_TRUE(back.value().fail_fast);
+  // A resumed submitter submits with the settings the sweep was started with.
+  EXPECT_EQ(back.value().settings.partition, "gpu");
+  EXPECT_EQ(back.value().settings.time_limit, "02:00:00");
+  EXPECT_EQ(back.value().settings.throttle, 7);
+  EXPECT_TRUE(back.value().settings.exclusive);
   ASSERT_EQ(back.value().plan.entries.size(), m.plan.entries.size());
   for (size_t i = 0; i < m.plan.entries.size(); ++i) {
     EXPECT_EQ(back.value().plan.entries[i].arm, m.plan.entries[i].arm);
