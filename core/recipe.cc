@@ -34,79 +34,91 @@ std::string Index(const std::string& field, size_t i) {
   return field + "[" + std::to_string(i) + "]";
 }
 
-// Loader: turns the YAML document into a Recipe, throwing YamlError.
+// Loader: turns the YAML document into a Recipe, throwing YamlError. Nodes
+// are YamlDoc ids; kNone is "not given".
 class Loader {
  public:
-  explicit Loader(const std::string& file) : r_(file) {}
+  explicit Loader(const YamlDoc& doc) : r_(doc) {}
 
-  Recipe Load(const YAML::Node& root) {
+  Recipe Load(uint32_t root) {
     r_.CheckKeys(root, "",
                  {"schema", "name", "description", "serves", "variables", "cudagraph_capture",
                   "host_memory", "engine", "router", "client_env", "arms"});
     Recipe recipe;
     recipe.file = r_.file();
-    const YAML::Node schema = r_.Required(root, "", "schema");
+    const uint32_t schema = r_.Required(root, "", "schema");
     if (r_.PositiveInt(schema, "schema") != kSchemaVersion) {
       r_.Fail(schema, "schema", "unsupported schema version; allowed: " +
                                     std::to_string(kSchemaVersion));
     }
-    const YAML::Node name = r_.Required(root, "", "name");
+    const uint32_t name = r_.Required(root, "", "name");
     recipe.name = r_.String(name, "name");
     if (!IsLowerName(recipe.name)) {
       r_.Fail(name, "name", "'" + recipe.name +
                                 "' is not a recipe name (lower-case letters, digits, '-', '_', '.')");
     }
-    if (root["description"]) recipe.description = r_.String(root["description"], "description");
-    if (root["serves"]) {
-      const YAML::Node s = root["serves"];
-      r_.RequireSequence(s, "serves");
-      for (size_t i = 0; i < s.size(); ++i) recipe.serves.push_back(r_.String(s[i], Index("serves", i)));
+    if (const uint32_t d = r_.Find(root, "description"); d != kNone) {
+      recipe.description = r_.String(d, "description");
     }
-    if (root["variables"]) LoadVariables(root["variables"], recipe);
-    if (root["cudagraph_capture"]) recipe.capture = LoadCapture(root["cudagraph_capture"]);
-    if (root["host_memory"]) LoadHostMemory(root["host_memory"], recipe);
+    if (const uint32_t s = r_.Find(root, "serves"); s != kNone) {
+      r_.RequireSequence(s, "serves");
+      for (size_t i = 0; i < r_.Size(s); ++i) {
+        recipe.serves.push_back(r_.String(r_.Item(s, i), Index("serves", i)));
+      }
+    }
+    if (const uint32_t v = r_.Find(root, "variables"); v != kNone) LoadVariables(v, recipe);
+    if (const uint32_t c = r_.Find(root, "cudagraph_capture"); c != kNone) recipe.capture = LoadCapture(c);
+    if (const uint32_t h = r_.Find(root, "host_memory"); h != kNone) LoadHostMemory(h, recipe);
     recipe.engine = LoadProcess(r_.Required(root, "", "engine"), "engine", "server.log");
-    if (root["router"]) recipe.router = LoadProcess(root["router"], "router", "router.log");
-    if (root["client_env"]) recipe.client_env = LoadEnv(root["client_env"], "client_env");
-    const YAML::Node arms = r_.Required(root, "", "arms");
+    if (const uint32_t rt = r_.Find(root, "router"); rt != kNone) {
+      recipe.router = LoadProcess(rt, "router", "router.log");
+    }
+    if (const uint32_t e = r_.Find(root, "client_env"); e != kNone) recipe.client_env = LoadEnv(e, "client_env");
+    const uint32_t arms = r_.Required(root, "", "arms");
     r_.RequireMap(arms, "arms");
-    if (arms.size() == 0) r_.Fail(arms, "arms", "at least one arm is required");
+    if (r_.Size(arms) == 0) r_.Fail(arms, "arms", "at least one arm is required");
     std::set<std::string> arm_names;
-    for (const auto& kv : arms) {
-      const std::string arm_name = r_.String(kv.first, "arms");
-      if (!arm_names.insert(arm_name).second) r_.Fail(kv.first, Child("arms", arm_name), "given twice");
-      recipe.arms.push_back(LoadArm(arm_name, kv.first, kv.second));
+    const std::vector<uint32_t>& items = r_.node(arms).items;
+    for (size_t k = 0; k + 1 < items.size(); k += 2) {
+      const std::string arm_name = r_.String(items[k], "arms");
+      if (!arm_names.insert(arm_name).second) r_.Fail(items[k], Child("arms", arm_name), "given twice");
+      recipe.arms.push_back(LoadArm(arm_name, items[k], items[k + 1]));
     }
     for (const Arm& arm : recipe.arms) Validate(recipe, arm);
     return recipe;
   }
 
  private:
-  LocatedTemplate Tmpl(const YAML::Node& node, const std::string& field) {
-    const std::string source = r_.String(node, field);
+  static constexpr uint32_t kNone = YamlReader::kNone;
+
+  LocatedTemplate Tmpl(uint32_t node, const std::string& field) {
+    const std::string& source = r_.String(node, field);
     Result<Template> t = Template::Parse(source);
     if (!t) r_.Fail(node, field, t.error().message);
     return LocatedTemplate{std::move(t).value(), SourceRef{r_.Where(node), field}};
   }
 
-  void LoadVariables(const YAML::Node& vars, Recipe& recipe) {
+  void LoadVariables(uint32_t vars, Recipe& recipe) {
     r_.RequireMap(vars, "variables");
     std::set<std::string> seen;
-    for (const auto& kv : vars) {
+    const std::vector<uint32_t>& items = r_.node(vars).items;
+    for (size_t k = 0; k + 1 < items.size(); k += 2) {
+      const uint32_t key = items[k], def = items[k + 1];
       RecipeVariable v;
-      v.name = r_.String(kv.first, "variables");
+      v.name = r_.String(key, "variables");
       const std::string field = Child("variables", v.name);
       if (!IsUpperName(v.name)) {
-        r_.Fail(kv.first, field, "variable names are upper-case letters, digits and '_'");
+        r_.Fail(key, field, "variable names are upper-case letters, digits and '_'");
       }
-      if (!seen.insert(v.name).second) r_.Fail(kv.first, field, "given twice");
-      const YAML::Node& def = kv.second;
-      if (def.IsMap()) {
+      if (!seen.insert(v.name).second) r_.Fail(key, field, "given twice");
+      if (r_.IsMap(def)) {
         r_.CheckKeys(def, field, {"value", "eval_only", "doc"});
         v.value = r_.String(r_.Required(def, field, "value"), Child(field, "value"));
-        if (def["eval_only"]) v.eval_only_value = r_.String(def["eval_only"], Child(field, "eval_only"));
-        if (def["doc"]) v.doc = r_.String(def["doc"], Child(field, "doc"));
-      } else if (def.IsNull()) {
+        if (const uint32_t e = r_.Find(def, "eval_only"); e != kNone) {
+          v.eval_only_value = r_.String(e, Child(field, "eval_only"));
+        }
+        if (const uint32_t d = r_.Find(def, "doc"); d != kNone) v.doc = r_.String(d, Child(field, "doc"));
+      } else if (r_.IsNull(def)) {
         v.value = "";
       } else {
         v.value = r_.String(def, field);
@@ -115,11 +127,11 @@ class Loader {
     }
   }
 
-  CaptureRule LoadCapture(const YAML::Node& node) {
+  CaptureRule LoadCapture(uint32_t node) {
     const std::string field = "cudagraph_capture";
     r_.CheckKeys(node, field, {"variable", "tokens_per_request", "max"});
     CaptureRule c;
-    const YAML::Node var = r_.Required(node, field, "variable");
+    const uint32_t var = r_.Required(node, field, "variable");
     c.variable = r_.String(var, Child(field, "variable"));
     if (!IsUpperName(c.variable)) {
       r_.Fail(var, Child(field, "variable"), "variable names are upper-case letters, digits and '_'");
@@ -130,11 +142,11 @@ class Loader {
     return c;
   }
 
-  void LoadHostMemory(const YAML::Node& list, Recipe& recipe) {
+  void LoadHostMemory(uint32_t list, Recipe& recipe) {
     r_.RequireSequence(list, "host_memory");
-    for (size_t i = 0; i < list.size(); ++i) {
+    for (size_t i = 0; i < r_.Size(list); ++i) {
       const std::string field = Index("host_memory", i);
-      const YAML::Node& n = list[i];
+      const uint32_t n = r_.Item(list, i);
       r_.CheckKeys(n, field, {"name", "per", "bytes", "doc"});
       HostMemoryNeed need;
       need.name = r_.String(r_.Required(n, field, "name"), Child(field, "name"));
@@ -144,51 +156,53 @@ class Loader {
                  : per == "gpu"   ? HostMemoryNeed::Per::kGpu
                                   : HostMemoryNeed::Per::kStep;
       need.bytes = r_.Bytes(r_.Required(n, field, "bytes"), Child(field, "bytes"));
-      if (n["doc"]) need.doc = r_.String(n["doc"], Child(field, "doc"));
+      if (const uint32_t d = r_.Find(n, "doc"); d != kNone) need.doc = r_.String(d, Child(field, "doc"));
       recipe.host_memory.push_back(std::move(need));
     }
   }
 
-  std::vector<EnvTemplate> LoadEnv(const YAML::Node& map, const std::string& field) {
+  std::vector<EnvTemplate> LoadEnv(uint32_t map, const std::string& field) {
     r_.RequireMap(map, field);
     std::vector<EnvTemplate> env;
     std::set<std::string> seen;
-    for (const auto& kv : map) {
-      const std::string name = r_.String(kv.first, field);
+    const std::vector<uint32_t>& items = r_.node(map).items;
+    for (size_t k = 0; k + 1 < items.size(); k += 2) {
+      const std::string name = r_.String(items[k], field);
       const std::string f = Child(field, name);
-      if (!IsUpperName(name) && !IsLowerName(name)) r_.Fail(kv.first, f, "not an environment variable name");
-      if (!seen.insert(name).second) r_.Fail(kv.first, f, "given twice");
-      env.push_back(EnvTemplate{name, Tmpl(kv.second, f)});
+      if (!IsUpperName(name) && !IsLowerName(name)) r_.Fail(items[k], f, "not an environment variable name");
+      if (!seen.insert(name).second) r_.Fail(items[k], f, "given twice");
+      env.push_back(EnvTemplate{name, Tmpl(items[k + 1], f)});
     }
     return env;
   }
 
-  std::vector<LocatedTemplate> LoadTemplateList(const YAML::Node& list, const std::string& field) {
+  std::vector<LocatedTemplate> LoadTemplateList(uint32_t list, const std::string& field) {
     r_.RequireSequence(list, field);
     std::vector<LocatedTemplate> out;
-    for (size_t i = 0; i < list.size(); ++i) out.push_back(Tmpl(list[i], Index(field, i)));
+    for (size_t i = 0; i < r_.Size(list); ++i) out.push_back(Tmpl(r_.Item(list, i), Index(field, i)));
     return out;
   }
 
   // A list of strings, {per_rank: T} and (when allowed) {per_gpu: T}.
-  std::vector<ListArg> LoadListArgs(const YAML::Node& list, const std::string& field, bool per_gpu) {
+  std::vector<ListArg> LoadListArgs(uint32_t list, const std::string& field, bool per_gpu) {
     r_.RequireSequence(list, field);
     std::vector<ListArg> out;
-    for (size_t i = 0; i < list.size(); ++i) {
+    for (size_t i = 0; i < r_.Size(list); ++i) {
       const std::string f = Index(field, i);
-      const YAML::Node& item = list[i];
+      const uint32_t item = r_.Item(list, i);
       ListArg a;
-      if (item.IsMap()) {
+      if (r_.IsMap(item)) {
         if (per_gpu) {
           r_.CheckKeys(item, f, {"per_rank", "per_gpu"});
         } else {
           r_.CheckKeys(item, f, {"per_rank"});
         }
-        if (item.size() != 1) r_.Fail(item, f, per_gpu ? "give exactly one of per_rank, per_gpu" : "give per_rank");
-        const bool rank = static_cast<bool>(item["per_rank"]);
-        a.kind = rank ? ListArg::Kind::kPerRank : ListArg::Kind::kPerGpu;
-        a.text = Tmpl(rank ? item["per_rank"] : item["per_gpu"], Child(f, rank ? "per_rank" : "per_gpu"));
-      } else if (item.IsScalar()) {
+        if (r_.Size(item) != 1) r_.Fail(item, f, per_gpu ? "give exactly one of per_rank, per_gpu" : "give per_rank");
+        const uint32_t rank = r_.Find(item, "per_rank");
+        a.kind = rank != kNone ? ListArg::Kind::kPerRank : ListArg::Kind::kPerGpu;
+        a.text = rank != kNone ? Tmpl(rank, Child(f, "per_rank"))
+                               : Tmpl(r_.Find(item, "per_gpu"), Child(f, "per_gpu"));
+      } else if (r_.IsScalar(item)) {
         a.text = Tmpl(item, f);
       } else {
         r_.Fail(item, f, per_gpu ? "expected a string, {per_rank: TEMPLATE} or {per_gpu: TEMPLATE}"
@@ -199,8 +213,7 @@ class Loader {
     return out;
   }
 
-  ProcessTemplate LoadProcess(const YAML::Node& node, const std::string& field,
-                              const std::string& default_log) {
+  ProcessTemplate LoadProcess(uint32_t node, const std::string& field, const std::string& default_log) {
     if (field == "engine") {
       r_.CheckKeys(node, field, {"log", "argv", "env", "readiness", "numa_flags"});
     } else {
@@ -209,29 +222,30 @@ class Loader {
     ProcessTemplate p;
     p.name = field;
     p.log = default_log;
-    if (node["log"]) {
-      p.log = r_.String(node["log"], Child(field, "log"));
-      if (!IsLowerName(p.log)) r_.Fail(node["log"], Child(field, "log"), "must be a plain file name");
+    if (const uint32_t log = r_.Find(node, "log"); log != kNone) {
+      p.log = r_.String(log, Child(field, "log"));
+      if (!IsLowerName(p.log)) r_.Fail(log, Child(field, "log"), "must be a plain file name");
     }
     const std::string argv_field = Child(field, "argv");
-    const YAML::Node argv = r_.Required(node, field, "argv");
+    const uint32_t argv = r_.Required(node, field, "argv");
     r_.RequireSequence(argv, argv_field);
-    if (argv.size() == 0) r_.Fail(argv, argv_field, "must name the program to run");
-    for (size_t i = 0; i < argv.size(); ++i) {
+    if (r_.Size(argv) == 0) r_.Fail(argv, argv_field, "must name the program to run");
+    for (size_t i = 0; i < r_.Size(argv); ++i) {
       const std::string f = Index(argv_field, i);
-      const YAML::Node& item = argv[i];
+      const uint32_t item = r_.Item(argv, i);
       ArgTemplate a;
       a.ref = SourceRef{r_.Where(item), f};
-      if (item.IsMap() && item["splice"]) {
+      const uint32_t splice = r_.Find(item, "splice");
+      if (splice != kNone) {
         r_.CheckKeys(item, f, {"splice"});
         a.kind = ArgTemplate::Kind::kSplice;
-        a.fragment = r_.String(item["splice"], Child(f, "splice"));
-      } else if (item.IsMap()) {
+        a.fragment = r_.String(splice, Child(f, "splice"));
+      } else if (r_.IsMap(item)) {
         r_.CheckKeys(item, f, {"when", "args"});
         a.kind = ArgTemplate::Kind::kWhen;
         a.when = r_.String(r_.Required(item, f, "when"), Child(f, "when"));
         a.args = LoadTemplateList(r_.Required(item, f, "args"), Child(f, "args"));
-      } else if (item.IsScalar()) {
+      } else if (r_.IsScalar(item)) {
         a.kind = ArgTemplate::Kind::kText;
         a.text = Tmpl(item, f);
       } else {
@@ -242,18 +256,21 @@ class Loader {
       }
       p.argv.push_back(std::move(a));
     }
-    if (node["env"]) p.env = LoadEnv(node["env"], Child(field, "env"));
-    if (node["numa_flags"]) p.numa_flags = LoadListArgs(node["numa_flags"], Child(field, "numa_flags"), true);
-    if (node["readiness"]) {
+    if (const uint32_t env = r_.Find(node, "env"); env != kNone) p.env = LoadEnv(env, Child(field, "env"));
+    if (const uint32_t nf = r_.Find(node, "numa_flags"); nf != kNone) {
+      p.numa_flags = LoadListArgs(nf, Child(field, "numa_flags"), true);
+    }
+    if (const uint32_t list = r_.Find(node, "readiness"); list != kNone) {
       const std::string rf = Child(field, "readiness");
-      const YAML::Node list = node["readiness"];
       r_.RequireSequence(list, rf);
-      for (size_t i = 0; i < list.size(); ++i) {
+      for (size_t i = 0; i < r_.Size(list); ++i) {
         const std::string f = Index(rf, i);
-        r_.CheckKeys(list[i], f, {"http_ok", "models_nonempty"});
-        if (list[i].size() != 1) r_.Fail(list[i], f, "give exactly one of http_ok, models_nonempty");
-        const bool ok = static_cast<bool>(list[i]["http_ok"]);
-        const YAML::Node url = ok ? list[i]["http_ok"] : list[i]["models_nonempty"];
+        const uint32_t item = r_.Item(list, i);
+        r_.CheckKeys(item, f, {"http_ok", "models_nonempty"});
+        if (r_.Size(item) != 1) r_.Fail(item, f, "give exactly one of http_ok, models_nonempty");
+        const uint32_t http_ok = r_.Find(item, "http_ok");
+        const bool ok = http_ok != kNone;
+        const uint32_t url = ok ? http_ok : r_.Find(item, "models_nonempty");
         p.readiness.push_back(ReadinessTemplate{
             ok ? ReadinessTemplate::Kind::kHttpOk : ReadinessTemplate::Kind::kModelsNonEmpty,
             Tmpl(url, Child(f, ok ? "http_ok" : "models_nonempty"))});
@@ -262,7 +279,7 @@ class Loader {
     return p;
   }
 
-  Arm LoadArm(const std::string& name, const YAML::Node& key, const YAML::Node& node) {
+  Arm LoadArm(const std::string& name, uint32_t key, uint32_t node) {
     const std::string field = Child("arms", name);
     if (!IsLowerName(name)) r_.Fail(key, field, "arm names are lower-case letters and digits");
     r_.CheckKeys(node, field,
@@ -273,45 +290,48 @@ class Loader {
     arm.where = r_.Where(key);
     arm.gpus = r_.PositiveInt(r_.Required(node, field, "gpus"), Child(field, "gpus"));
     arm.tp = r_.PositiveInt(r_.Required(node, field, "tp"), Child(field, "tp"));
-    arm.ep = r_.PositiveInt(r_.Required(node, field, "ep"), Child(field, "ep"));
+    const uint32_t ep = r_.Required(node, field, "ep");
+    arm.ep = r_.PositiveInt(ep, Child(field, "ep"));
     arm.dp = r_.PositiveInt(r_.Required(node, field, "dp"), Child(field, "dp"));
     if (arm.tp * arm.dp != arm.gpus) {
       r_.Fail(node, field, "tp x dp must equal gpus (" + std::to_string(arm.tp) + " x " +
                                std::to_string(arm.dp) + " != " + std::to_string(arm.gpus) + ")");
     }
     if (arm.gpus % arm.ep != 0) {
-      r_.Fail(node["ep"], Child(field, "ep"), "ep must divide gpus (" + std::to_string(arm.gpus) + ")");
+      r_.Fail(ep, Child(field, "ep"), "ep must divide gpus (" + std::to_string(arm.gpus) + ")");
     }
-    if (node["router"]) arm.router = r_.Bool(node["router"], Child(field, "router"));
-    if (node["dp_layout"]) {
-      arm.dp_layout = r_.Choice(node["dp_layout"], Child(field, "dp_layout"), {"engine", "rank-process"}) == "engine"
+    if (const uint32_t router = r_.Find(node, "router"); router != kNone) {
+      arm.router = r_.Bool(router, Child(field, "router"));
+    }
+    if (const uint32_t layout = r_.Find(node, "dp_layout"); layout != kNone) {
+      arm.dp_layout = r_.Choice(layout, Child(field, "dp_layout"), {"engine", "rank-process"}) == "engine"
                           ? DpLayout::kEngine : DpLayout::kRankProcess;
     }
-    if (node["cudagraph_batch_multiplier"]) {
-      arm.capture_batch_multiplier = r_.PositiveInt(node["cudagraph_batch_multiplier"],
-                                                    Child(field, "cudagraph_batch_multiplier"));
+    if (const uint32_t m = r_.Find(node, "cudagraph_batch_multiplier"); m != kNone) {
+      arm.capture_batch_multiplier = r_.PositiveInt(m, Child(field, "cudagraph_batch_multiplier"));
     }
-    const YAML::Node ports = r_.Required(node, field, "ports");
+    const uint32_t ports = r_.Required(node, field, "ports");
     r_.RequireSequence(ports, Child(field, "ports"));
-    for (size_t i = 0; i < ports.size(); ++i) {
+    for (size_t i = 0; i < r_.Size(ports); ++i) {
       const std::string f = Index(Child(field, "ports"), i);
-      const std::string p = r_.String(ports[i], f);
-      if (!IsUpperName(p)) r_.Fail(ports[i], f, "port names are upper-case letters, digits and '_'");
+      const uint32_t item = r_.Item(ports, i);
+      const std::string& p = r_.String(item, f);
+      if (!IsUpperName(p)) r_.Fail(item, f, "port names are upper-case letters, digits and '_'");
       if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end()) {
-        r_.Fail(ports[i], f, "port '" + p + "' given twice");
+        r_.Fail(item, f, "port '" + p + "' given twice");
       }
       arm.ports.push_back(p);
     }
-    if (node["rank_ports"]) {
+    if (const uint32_t rank_ports = r_.Find(node, "rank_ports"); rank_ports != kNone) {
       const std::string rf = Child(field, "rank_ports");
       if (arm.dp_layout != DpLayout::kRankProcess) {
-        r_.Fail(node["rank_ports"], rf, "rank ports need dp_layout: rank-process (one engine process per rank)");
+        r_.Fail(rank_ports, rf, "rank ports need dp_layout: rank-process (one engine process per rank)");
       }
-      r_.RequireSequence(node["rank_ports"], rf);
-      for (size_t i = 0; i < node["rank_ports"].size(); ++i) {
-        const YAML::Node& item = node["rank_ports"][i];
+      r_.RequireSequence(rank_ports, rf);
+      for (size_t i = 0; i < r_.Size(rank_ports); ++i) {
+        const uint32_t item = r_.Item(rank_ports, i);
         const std::string f = Index(rf, i);
-        const std::string p = r_.String(item, f);
+        const std::string& p = r_.String(item, f);
         if (!IsUpperName(p)) r_.Fail(item, f, "port names are upper-case letters, digits and '_'");
         if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end() ||
             std::find(arm.rank_ports.begin(), arm.rank_ports.end(), p) != arm.rank_ports.end()) {
@@ -320,30 +340,32 @@ class Loader {
         arm.rank_ports.push_back(p);
       }
     }
-    if (node["vars"]) {
+    if (const uint32_t vars = r_.Find(node, "vars"); vars != kNone) {
       const std::string vf = Child(field, "vars");
-      r_.RequireMap(node["vars"], vf);
+      r_.RequireMap(vars, vf);
       std::set<std::string> seen;
-      for (const auto& kv : node["vars"]) {
-        const std::string v = r_.String(kv.first, vf);
-        if (!IsUpperName(v)) r_.Fail(kv.first, Child(vf, v), "variable names are upper-case letters, digits and '_'");
-        if (!seen.insert(v).second) r_.Fail(kv.first, Child(vf, v), "given twice");
-        arm.vars.emplace_back(v, Tmpl(kv.second, Child(vf, v)));
+      const std::vector<uint32_t>& items = r_.node(vars).items;
+      for (size_t k = 0; k + 1 < items.size(); k += 2) {
+        const std::string v = r_.String(items[k], vf);
+        if (!IsUpperName(v)) r_.Fail(items[k], Child(vf, v), "variable names are upper-case letters, digits and '_'");
+        if (!seen.insert(v).second) r_.Fail(items[k], Child(vf, v), "given twice");
+        arm.vars.emplace_back(v, Tmpl(items[k + 1], Child(vf, v)));
       }
     }
-    if (node["fragments"]) {
+    if (const uint32_t fragments = r_.Find(node, "fragments"); fragments != kNone) {
       const std::string ff = Child(field, "fragments");
-      r_.RequireMap(node["fragments"], ff);
+      r_.RequireMap(fragments, ff);
       std::set<std::string> seen;
-      for (const auto& kv : node["fragments"]) {
-        const std::string f = r_.String(kv.first, ff);
-        if (!seen.insert(f).second) r_.Fail(kv.first, Child(ff, f), "given twice");
-        arm.fragments.emplace_back(f, kv.second.IsNull() ? std::vector<ListArg>{}
-                                                         : LoadListArgs(kv.second, Child(ff, f), false));
+      const std::vector<uint32_t>& items = r_.node(fragments).items;
+      for (size_t k = 0; k + 1 < items.size(); k += 2) {
+        const std::string f = r_.String(items[k], ff);
+        if (!seen.insert(f).second) r_.Fail(items[k], Child(ff, f), "given twice");
+        arm.fragments.emplace_back(f, r_.IsNull(items[k + 1]) ? std::vector<ListArg>{}
+                                                              : LoadListArgs(items[k + 1], Child(ff, f), false));
       }
     }
-    if (node["engine_env"]) arm.engine_env = LoadEnv(node["engine_env"], Child(field, "engine_env"));
-    if (node["client_env"]) arm.client_env = LoadEnv(node["client_env"], Child(field, "client_env"));
+    if (const uint32_t e = r_.Find(node, "engine_env"); e != kNone) arm.engine_env = LoadEnv(e, Child(field, "engine_env"));
+    if (const uint32_t e = r_.Find(node, "client_env"); e != kNone) arm.client_env = LoadEnv(e, Child(field, "client_env"));
     return arm;
   }
 
@@ -538,29 +560,28 @@ const RecipeVariable* Recipe::FindVariable(const std::string& var) const {
 
 namespace {
 
-Result<Recipe> LoadFromRoot(const Result<YAML::Node>& root, const std::string& name) {
-  if (!root) return root.error();
+Result<Recipe> LoadFromRoot(const Result<YamlDoc>& doc) {
+  if (!doc) return doc.error();
   try {
-    if (!root.value().IsMap()) {
-      YamlReader(name).Fail(root.value(), "",
-                            "a recipe must be a YAML mapping with schema, name, engine and arms");
+    const YamlReader r(doc.value());
+    const uint32_t root = doc.value().root();
+    if (!r.IsMap(root)) {
+      r.Fail(root, "", "a recipe must be a YAML mapping with schema, name, engine and arms");
     }
-    return Loader(name).Load(root.value());
+    return Loader(doc.value()).Load(root);
   } catch (const YamlError& e) {
     return Error{e.what()};
-  } catch (const YAML::Exception& e) {
-    return Error{name + ": " + e.what()};
   }
 }
 
 }  // namespace
 
 Result<Recipe> LoadRecipeString(const std::string& text, const std::string& name) {
-  return LoadFromRoot(ParseYamlString(text, name), name);
+  return LoadFromRoot(ParseYamlString(text, name));
 }
 
 Result<Recipe> LoadRecipeFile(const std::string& path) {
-  Result<Recipe> recipe = LoadFromRoot(ParseYamlFile(path), path);
+  Result<Recipe> recipe = LoadFromRoot(ParseYamlFile(path));
   if (!recipe) return recipe;
   const std::string stem = std::filesystem::path(path).stem().string();
   if (recipe.value().name != stem) {

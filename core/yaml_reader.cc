@@ -6,9 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <set>
-#include <sstream>
 
 namespace ix {
 
@@ -21,20 +18,16 @@ std::string JoinNames(const std::vector<std::string>& names, const char* sep) {
   return out;
 }
 
-Result<YAML::Node> ParseYamlString(const std::string& text, const std::string& name) {
-  try {
-    YAML::Node root = YAML::Load(text);
-    if (!root.IsDefined() || root.IsNull()) {
-      return Error{name + ": file is empty, expected a YAML mapping"};
-    }
-    return root;
-  } catch (const YAML::Exception& e) {
-    return Error{name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                 std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg};
+Result<YamlDoc> ParseYamlString(const std::string& text, const std::string& name) {
+  Result<YamlDoc> doc = YamlDoc::Parse(text, name);
+  if (!doc) return doc;
+  if (doc.value().node(doc.value().root()).type == YType::kNull) {
+    return Error{name + ": file is empty, expected a YAML mapping"};
   }
+  return doc;
 }
 
-Result<YAML::Node> ParseYamlFile(const std::string& path) {
+Result<YamlDoc> ParseYamlFile(const std::string& path) {
   int err = 0;
   const std::string text = ReadFileText(path, &err);
   if (err != 0) return Error{path + ": cannot open: " + std::strerror(err)};
@@ -44,85 +37,97 @@ Result<YAML::Node> ParseYamlFile(const std::string& path) {
   return ParseYamlString(text, path);
 }
 
-std::string YamlReader::Where(const YAML::Node& node) const {
-  const YAML::Mark m = node.Mark();
-  if (m.is_null()) return file_;
-  return file_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+uint32_t YamlReader::Find(uint32_t map, std::string_view key) const {
+  const YNode& m = node(map);
+  if (m.type != YType::kMap) return kNone;
+  for (size_t k = 0; k + 1 < m.items.size(); k += 2) {
+    if (IsScalar(m.items[k]) && node(m.items[k]).text == key) return m.items[k + 1];
+  }
+  return kNone;
 }
 
-void YamlReader::Fail(const YAML::Node& at, const std::string& field,
-                      const std::string& problem) const {
+std::string YamlReader::Where(uint32_t id) const {
+  if (id == kNone) return file();
+  const YNode& n = node(id);
+  return file() + ":" + std::to_string(n.line) + ":" + std::to_string(n.column);
+}
+
+void YamlReader::Fail(uint32_t at, const std::string& field, const std::string& problem) const {
   throw YamlError(Where(at) + ": " + (field.empty() ? "" : "field '" + field + "': ") + problem);
 }
 
 namespace {
-const char* KindName(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Null: return "nothing (null)";
-    default: return "an undefined value";
+const char* KindName(const YNode& n) {
+  switch (n.type) {
+    case YType::kMap: return "a mapping";
+    case YType::kSeq: return "a list";
+    case YType::kNull: return "nothing (null)";
+    default: return "a scalar";
   }
 }
 }  // namespace
 
-void YamlReader::RequireMap(const YAML::Node& node, const std::string& field) const {
-  if (!node.IsMap()) Fail(node, field, std::string("expected a mapping, got ") + KindName(node));
+void YamlReader::RequireMap(uint32_t id, const std::string& field) const {
+  if (!IsMap(id)) Fail(id, field, std::string("expected a mapping, got ") + KindName(node(id)));
 }
 
-void YamlReader::RequireSequence(const YAML::Node& node, const std::string& field) const {
-  if (!node.IsSequence()) Fail(node, field, std::string("expected a list, got ") + KindName(node));
+void YamlReader::RequireSequence(uint32_t id, const std::string& field) const {
+  if (!IsSequence(id)) Fail(id, field, std::string("expected a list, got ") + KindName(node(id)));
 }
 
-void YamlReader::CheckKeys(const YAML::Node& map, const std::string& field,
+void YamlReader::CheckKeys(uint32_t map, const std::string& field,
                            const std::vector<std::string>& allowed) const {
   RequireMap(map, field);
-  std::set<std::string> seen;
-  for (const auto& kv : map) {
-    if (!kv.first.IsScalar()) Fail(kv.first, field, "keys must be plain strings");
-    const std::string key = kv.first.Scalar();
+  const std::vector<uint32_t>& items = node(map).items;
+  for (size_t k = 0; k + 1 < items.size(); k += 2) {
+    const uint32_t key_id = items[k];
+    if (!IsScalar(key_id)) Fail(key_id, field, "keys must be plain strings");
+    const std::string& key = node(key_id).text;
+    // YamlDoc rejects keys equal by YAML type (`a` twice); this catches keys
+    // written differently with the same text (`on` and "on").
+    bool twice = false;
+    for (size_t j = 0; j < k && !twice; j += 2) {
+      twice = IsScalar(items[j]) && node(items[j]).text == key;
+    }
     const std::string path = field.empty() ? key : field + "." + key;
-    if (!seen.insert(key).second) Fail(kv.first, path, "given twice");
+    if (twice) Fail(key_id, path, "given twice");
     bool known = false;
     for (const auto& a : allowed) known = known || a == key;
-    if (!known) Fail(kv.first, path, "unknown field; allowed: " + JoinNames(allowed));
+    if (!known) Fail(key_id, path, "unknown field; allowed: " + JoinNames(allowed));
   }
 }
 
-YAML::Node YamlReader::Required(const YAML::Node& map, const std::string& field,
-                                const std::string& key) const {
-  YAML::Node v = map[key];
-  const std::string path = field.empty() ? key : field + "." + key;
-  if (!v.IsDefined()) Fail(map, path, "missing (required)");
+uint32_t YamlReader::Required(uint32_t map, const std::string& field, const std::string& key) const {
+  const uint32_t v = Find(map, key);
+  if (v == kNone) Fail(map, field.empty() ? key : field + "." + key, "missing (required)");
   return v;
 }
 
-std::string YamlReader::String(const YAML::Node& node, const std::string& field) const {
-  if (!node.IsScalar()) Fail(node, field, std::string("expected a string, got ") + KindName(node));
-  return node.Scalar();
+const std::string& YamlReader::String(uint32_t id, const std::string& field) const {
+  if (!IsScalar(id)) Fail(id, field, std::string("expected a string, got ") + KindName(node(id)));
+  return node(id).text;
 }
 
-int64_t YamlReader::PositiveInt(const YAML::Node& node, const std::string& field) const {
-  const std::string s = String(node, field);
+int64_t YamlReader::PositiveInt(uint32_t id, const std::string& field) const {
+  const std::string& s = String(id, field);
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0' || errno != 0 || v <= 0) {
-    Fail(node, field, "expected a positive integer, got '" + s + "'");
+    Fail(id, field, "expected a positive integer, got '" + s + "'");
   }
   return v;
 }
 
-bool YamlReader::Bool(const YAML::Node& node, const std::string& field) const {
-  const std::string s = String(node, field);
+bool YamlReader::Bool(uint32_t id, const std::string& field) const {
+  const std::string& s = String(id, field);
   if (s == "true") return true;
   if (s == "false") return false;
-  Fail(node, field, "expected true or false, got '" + s + "'");
+  Fail(id, field, "expected true or false, got '" + s + "'");
 }
 
-uint64_t YamlReader::Bytes(const YAML::Node& node, const std::string& field) const {
-  const std::string s = String(node, field);
+uint64_t YamlReader::Bytes(uint32_t id, const std::string& field) const {
+  const std::string& s = String(id, field);
   struct Unit {
     const char* suffix;
     double factor;
@@ -135,10 +140,10 @@ uint64_t YamlReader::Bytes(const YAML::Node& node, const std::string& field) con
   double factor = 1.0;
   std::string number = s;
   for (const Unit& u : kUnits) {
-    const std::string suf = u.suffix;
-    if (s.size() > suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0) {
+    const size_t n = std::strlen(u.suffix);
+    if (s.size() > n && s.compare(s.size() - n, n, u.suffix) == 0) {
       factor = u.factor;
-      number = s.substr(0, s.size() - suf.size());
+      number = s.substr(0, s.size() - n);
       break;
     }
   }
@@ -146,20 +151,20 @@ uint64_t YamlReader::Bytes(const YAML::Node& node, const std::string& field) con
   errno = 0;
   double v = std::strtod(number.c_str(), &end);
   if (number.empty() || *end != '\0' || errno != 0 || !(v > 0) || !std::isfinite(v)) {
-    Fail(node, field,
+    Fail(id, field,
          "expected a positive size such as 189GiB (units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), "
          "got '" + s + "'");
   }
   return static_cast<uint64_t>(std::llround(v * factor));
 }
 
-std::string YamlReader::Choice(const YAML::Node& node, const std::string& field,
+std::string YamlReader::Choice(uint32_t id, const std::string& field,
                                const std::vector<std::string>& allowed) const {
-  const std::string s = String(node, field);
+  const std::string& s = String(id, field);
   for (const auto& a : allowed) {
     if (a == s) return s;
   }
-  Fail(node, field, "'" + s + "' is not allowed; allowed: " + JoinNames(allowed));
+  Fail(id, field, "'" + s + "' is not allowed; allowed: " + JoinNames(allowed));
 }
 
 }  // namespace ix

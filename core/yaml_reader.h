@@ -3,15 +3,22 @@
 // YamlError whose message names "file:line:col: field: problem, expected";
 // loaders catch it at their public boundary and return it as an ix::Error,
 // so no exception leaves ixcore. Lines and columns are 1-based.
+//
+// The document is a YamlDoc (core/matrix_yaml.h, libyaml); nodes are its ids.
+// YamlDoc types plain scalars by YAML 1.1 rules (`yes` is a boolean, `8000`
+// an integer), but this reader reads every scalar as the text it was written
+// as, so `8000` is a fine string and `yes` is not `true`. Null (`~`, `null`,
+// nothing) is not a scalar here: where a value is required it is an error.
+// YamlDoc already rejects a mapping key written twice, with its location.
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/matrix_yaml.h"
 #include "core/result.h"
 
 namespace ix {
@@ -21,40 +28,61 @@ struct YamlError : std::runtime_error {
 };
 
 // Parses a whole file or string; syntax errors, unreadable and empty input
-// are errors naming the file.
-Result<YAML::Node> ParseYamlFile(const std::string& path);
-Result<YAML::Node> ParseYamlString(const std::string& text, const std::string& name);
+// are errors naming the file. The document's name() is `path` / `name`.
+Result<YamlDoc> ParseYamlFile(const std::string& path);
+Result<YamlDoc> ParseYamlString(const std::string& text, const std::string& name);
 
 class YamlReader {
  public:
-  explicit YamlReader(std::string file) : file_(std::move(file)) {}
+  static constexpr uint32_t kNone = YamlDoc::kNoNode;
 
-  const std::string& file() const { return file_; }
-  // "file:line:col" of a node (the file alone when the node has no mark).
-  std::string Where(const YAML::Node& node) const;
-  [[noreturn]] void Fail(const YAML::Node& at, const std::string& field,
-                         const std::string& problem) const;
+  // Messages name `doc.name()`; the document must outlive the reader.
+  explicit YamlReader(const YamlDoc& doc) : doc_(doc) {}
 
-  void RequireMap(const YAML::Node& node, const std::string& field) const;
-  void RequireSequence(const YAML::Node& node, const std::string& field) const;
+  const std::string& file() const { return doc_.name(); }
+  const YamlDoc& doc() const { return doc_; }
+  const YNode& node(uint32_t id) const { return doc_.node(id); }
+
+  // Node kinds as the loaders see them: a scalar is anything but null, a
+  // mapping or a list.
+  bool IsMap(uint32_t id) const { return node(id).type == YType::kMap; }
+  bool IsSequence(uint32_t id) const { return node(id).type == YType::kSeq; }
+  bool IsNull(uint32_t id) const { return node(id).type == YType::kNull; }
+  bool IsScalar(uint32_t id) const { return !IsMap(id) && !IsSequence(id) && !IsNull(id); }
+  // Entries of a mapping (key, value pairs) or items of a list.
+  size_t Size(uint32_t id) const {
+    return IsMap(id) ? node(id).items.size() / 2 : node(id).items.size();
+  }
+  // The i-th item of a list.
+  uint32_t Item(uint32_t list, size_t i) const { return node(list).items[i]; }
+  // The value of scalar key `key` in mapping `map`, or kNone (also when
+  // `map` is not a mapping).
+  uint32_t Find(uint32_t map, std::string_view key) const;
+
+  // "file:line:col" of a node (the file alone for kNone).
+  std::string Where(uint32_t id) const;
+  [[noreturn]] void Fail(uint32_t at, const std::string& field, const std::string& problem) const;
+
+  void RequireMap(uint32_t id, const std::string& field) const;
+  void RequireSequence(uint32_t id, const std::string& field) const;
   // Rejects keys not in `allowed` (listing them) and keys given twice.
-  void CheckKeys(const YAML::Node& map, const std::string& field,
+  void CheckKeys(uint32_t map, const std::string& field,
                  const std::vector<std::string>& allowed) const;
   // The value of a key that must be present.
-  YAML::Node Required(const YAML::Node& map, const std::string& field,
-                      const std::string& key) const;
+  uint32_t Required(uint32_t map, const std::string& field, const std::string& key) const;
 
-  std::string String(const YAML::Node& node, const std::string& field) const;
-  int64_t PositiveInt(const YAML::Node& node, const std::string& field) const;
-  bool Bool(const YAML::Node& node, const std::string& field) const;
+  // The scalar's text as written.
+  const std::string& String(uint32_t id, const std::string& field) const;
+  int64_t PositiveInt(uint32_t id, const std::string& field) const;
+  bool Bool(uint32_t id, const std::string& field) const;
   // "189GiB", "1.5TiB", "512MB", or a plain number of bytes.
-  uint64_t Bytes(const YAML::Node& node, const std::string& field) const;
+  uint64_t Bytes(uint32_t id, const std::string& field) const;
   // A string choice; the error lists `allowed`.
-  std::string Choice(const YAML::Node& node, const std::string& field,
+  std::string Choice(uint32_t id, const std::string& field,
                      const std::vector<std::string>& allowed) const;
 
  private:
-  std::string file_;
+  const YamlDoc& doc_;
 };
 
 // "a, b, c" for messages.
