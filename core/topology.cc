@@ -354,33 +354,7 @@ Result<Topology> DiscoverTopology() {
   return Build(t.get(), "this machine");
 }
 
-Result<Topology> DiscoverTopologyCached(const std::string& cache_dir) {
-  int err = 0;
-  std::string boot = ReadFileText("/proc/sys/kernel/random/boot_id", &err);
-  boot.erase(std::remove_if(boot.begin(), boot.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '-'; }),
-             boot.end());
-  if (err || boot.empty() || cache_dir.empty()) return DiscoverTopology();
-  const std::string path = cache_dir + "/topology-" + boot + ".xml";
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-      (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
-    Result<Topology> cached = LoadTopologyXml(path);
-    if (cached) {
-      cached.value().source = "this machine (cached in " + path + ")";
-      return cached;
-    }
-  }
-  HwlocTopology t;
-  if (Status s = LoadLive(t); !s) return s.error();
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  if (hwloc_topology_export_xml(t.get(), tmp.c_str(), 0) == 0) {
-    ::chmod(tmp.c_str(), 0644);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
-  } else {
-    ::unlink(tmp.c_str());
-  }
-  return Build(t.get(), "this machine");
-}
+// DiscoverTopologyCached and LoadTopologyXmlCached: topology_cache.cc.
 
 Result<Topology> LoadTopologyXml(const std::string& path) {
   int err = 0;

@@ -88,11 +88,13 @@ struct Topology {
 // hwloc discovery of this machine, I/O devices included. Disallowed CPUs and
 // nodes are kept (the step's own limits come from HostProbe::AllowedCpus).
 Result<Topology> DiscoverTopology();
-// DiscoverTopology once per boot: the first call writes the result as hwloc
-// XML to `cache_dir`/topology-<boot id>.xml (atomically), later ones load
-// that file (about 1 ms instead of 12+ ms of discovery). A cache file not
-// owned by this process's user, or writable by others, is ignored, as is one
-// that does not load. Free memory is never cached (MeasureFreeMemory).
+// DiscoverTopology once per boot: the first call writes the result to
+// `cache_dir`/topology-<boot id>.json (topology_json.h, atomically), later
+// ones read that file in microseconds instead of 12+ ms of discovery; their
+// `source` says "this machine (cached in PATH)". A cache file that is not a
+// regular file owned by this process's user, is writable by group or others,
+// or does not load is ignored and rewritten. Free memory is never cached
+// (MeasureFreeMemory). An empty `cache_dir` is plain DiscoverTopology.
 Result<Topology> DiscoverTopologyCached(const std::string& cache_dir);
 
 // Only the CPUs and NUMA nodes of this machine (no cores, GPUs or memory),
@@ -103,6 +105,13 @@ Result<Topology> DiscoverCpusAndNodes(const std::string& system_dir = "/sys/devi
 // The same from an hwloc 2.x XML file (lstopo --of xml). An unreadable or
 // malformed file is an Error naming the file.
 Result<Topology> LoadTopologyXml(const std::string& path);
+// LoadTopologyXml through a cache in `cache_dir`, keyed on the XML file's
+// identity (device, inode, size, mtime and ctime in ns, in the cache file's
+// name), so an edited or replaced file is parsed again. The result is
+// exactly LoadTopologyXml's, `source` and errors included; errors are never
+// cached. Cache files are trusted as DiscoverTopologyCached's are. An empty
+// `cache_dir` is plain LoadTopologyXml.
+Result<Topology> LoadTopologyXmlCached(const std::string& path, const std::string& cache_dir);
 
 // Sets what is free on one node (tests, XML topologies, operator overrides).
 // An unknown node is an Error naming the nodes present.
