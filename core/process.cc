@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -654,16 +655,17 @@ Result<ProcessInfo> ParseProcStat(std::string_view text, const std::string& wher
   if (!ParseSigned(pid_text, v)) return bad("bad pid '" + std::string(pid_text) + "'");
   p.pid = static_cast<pid_t>(v);
   p.comm = std::string(text.substr(open + 1, close - open - 1));
-  std::vector<std::string_view> f;  // f[0] is field 3 (state)
+  std::array<std::string_view, 20> f;  // f[0] is field 3 (state)
+  size_t fields = 0;
   size_t pos = close + 1;
-  while (pos < text.size() && f.size() < 20) {
+  while (pos < text.size() && fields < f.size()) {
     while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n')) ++pos;
     size_t end = pos;
     while (end < text.size() && text[end] != ' ' && text[end] != '\n') ++end;
-    if (end > pos) f.push_back(text.substr(pos, end - pos));
+    if (end > pos) f[fields++] = text.substr(pos, end - pos);
     pos = end;
   }
-  if (f.size() < 20) return bad("too few fields (" + std::to_string(f.size() + 2) + ", need 22)");
+  if (fields < f.size()) return bad("too few fields (" + std::to_string(fields + 2) + ", need 22)");
   if (f[0].size() != 1) return bad("bad state '" + std::string(f[0]) + "'");
   p.state = f[0][0];
   int64_t ppid = 0, pgid = 0, sid = 0;
@@ -687,14 +689,30 @@ Result<ProcessInfo> ReadProcessInfo(pid_t pid) {
 }
 
 Result<std::vector<ProcessInfo>> ListProcesses() {
+  // Watching and stopping a step scan /proc often: one stack buffer and
+  // openat per process, no allocation but the result's.
   DIR* dir = ::opendir("/proc");
   if (!dir) return Error{"cannot list /proc: " + Errno(errno)};
+  static const std::string kWhere = "/proc/PID/stat";
   std::vector<ProcessInfo> out;
+  out.reserve(256);
+  char path[40];
+  char buf[1024];
   while (dirent* e = ::readdir(dir)) {
     uint64_t pid = 0;
     if (!ParseUnsigned(e->d_name, pid) || pid == 0) continue;
-    Result<ProcessInfo> p = ReadProcessInfo(static_cast<pid_t>(pid));
-    if (p) out.push_back(std::move(p).value());  // else it has just gone
+    std::snprintf(path, sizeof path, "%s/stat", e->d_name);
+    const int fd = ::openat(::dirfd(dir), path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // it has just gone
+    ssize_t n;
+    do {
+      n = ::read(fd, buf, sizeof buf);
+    } while (n < 0 && errno == EINTR);
+    ::close(fd);
+    Result<ProcessInfo> p = n > 0 && static_cast<size_t>(n) < sizeof buf
+                                ? ParseProcStat(std::string_view(buf, static_cast<size_t>(n)), kWhere)
+                                : ReadProcessInfo(static_cast<pid_t>(pid));  // a longer line: read it whole
+    if (p) out.push_back(std::move(p).value());
   }
   ::closedir(dir);
   return out;

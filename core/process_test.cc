@@ -148,6 +148,37 @@ TEST(ProcStat, ReadsThisProcess) {
   EXPECT_FALSE(ReadProcessInfo(0x3fffffff).ok());
 }
 
+TEST(ProcStat, ListProcessesHasThisProcessAndItsChildAsReadOneByOne) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  Result<std::vector<ProcessInfo>> all = ListProcesses();
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  Result<ProcessInfo> me = ReadProcessInfo(::getpid());
+  ASSERT_TRUE(me.ok());
+  int seen = 0;
+  for (const ProcessInfo& p : all.value()) {
+    if (p.pid == ::getpid()) {
+      ++seen;
+      EXPECT_EQ(p.comm, me.value().comm);
+      EXPECT_EQ(p.ppid, me.value().ppid);
+      EXPECT_EQ(p.pgid, me.value().pgid);
+      EXPECT_EQ(p.start_time, me.value().start_time);
+    } else if (p.pid == child) {
+      ++seen;
+      EXPECT_EQ(p.ppid, ::getpid());
+      EXPECT_GE(p.start_time, me.value().start_time);
+    }
+  }
+  EXPECT_EQ(seen, 2);
+  EXPECT_GT(all.value().size(), 2u);  // init, at least
+}
+
 TEST(ProcessTree, DescendantsByParentPidBreadthFirst) {
   auto P = [](pid_t pid, pid_t ppid) {
     ProcessInfo p;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <set>
@@ -142,7 +143,11 @@ TEST(ProcessWatch, AGrandchildExitIsReportedWhileTheChildLives) {
 TEST(ProcessWatch, DescendantFilterAndLabels) {
   ProcessWatch w = NewWatch();
   const ProcessId child = Start({"sh", "-c", "sleep 1000 & tail -f /dev/null & wait"});
-  ASSERT_TRUE(WaitUntil([&] { return ListDescendants(child.pid).value().size() == 2; }, 5000ms));
+  // Both exec'd (a child just forked is still called "sh").
+  ASSERT_TRUE(WaitUntil([&] {
+    const std::vector<ProcessInfo> d = ListDescendants(child.pid).value();
+    return d.size() == 2 && std::all_of(d.begin(), d.end(), [](const ProcessInfo& p) { return p.comm != "sh"; });
+  }, 5000ms));
   Result<std::vector<ProcessInfo>> added =
       w.AddDescendants(child.pid, "engine", [](const ProcessInfo& p) { return p.comm == "sleep"; });
   ASSERT_TRUE(added.ok()) << added.error().message;

@@ -51,6 +51,11 @@ ProbeResult EvaluateModels(long http_status, std::string_view body) {
   r.ready = true;
   return r;
 }
+std::chrono::milliseconds NextProbeGap(std::chrono::milliseconds waited, const WaitReadyOptions& options) {
+  // The wait so far bounds how late a server may be seen: 1/16 of it.
+  return std::clamp(waited / 16, std::min(options.first_interval, options.interval), options.interval);
+}
+
 Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptions& options,
                  ReadinessProber& prober) {
   using Clock = std::chrono::steady_clock;
@@ -62,7 +67,7 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
     ProbeResult last;
     std::optional<ProbeResult> last_full;  // the last probe that had all of options.probe.timeout
     int probes = 0;
-    auto gap = std::min(options.first_interval, options.interval);
+    const auto check_start = Clock::now();
     for (;;) {
       if (options.abort) {
         if (std::optional<std::string> why = options.abort()) {
@@ -92,8 +97,8 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
         return Error{name + " not ready after " + Seconds(now - start) + " s (" + std::to_string(probes) +
                      " probes); last: " + what};
       }
+      const auto gap = NextProbeGap(std::chrono::duration_cast<std::chrono::milliseconds>(now - check_start), options);
       const auto next = std::min<Clock::time_point>(probe_start + gap, options.deadline);
-      gap = std::min(gap * 2, options.interval);
       if (next > now) std::this_thread::sleep_until(next);
     }
   }

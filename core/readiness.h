@@ -81,10 +81,10 @@ ProbeResult ProbeModelsNonEmpty(const std::string& url, std::chrono::millisecond
 // (a default time_point is long past: one probe per check).
 struct WaitReadyOptions {
   std::chrono::steady_clock::time_point deadline;  // give up after this
-  // From one probe's start to the next: first_interval after the first
-  // failed probe of a check, doubling up to interval. A server that comes
-  // up fast is seen within a millisecond or two; a slow one costs one probe
-  // per interval.
+  // From one probe's start to the next: 1/16 of the time the check has
+  // waited so far, clamped to [first_interval, interval]. A server is seen
+  // at most ~6% (or first_interval) after it answers: one up in 20 ms
+  // within a millisecond or two; a slow one costs one probe per interval.
   std::chrono::milliseconds first_interval{1};
   std::chrono::milliseconds interval{20};
   ProbeOptions probe;                              // each probe is also cut at the deadline
@@ -92,6 +92,10 @@ struct WaitReadyOptions {
   // 12) exited with status 1"). Empty = never.
   std::function<std::optional<std::string>()> abort;
 };
+
+// The pause from one probe's start to the next after a check has waited
+// `waited` (see WaitReadyOptions).
+std::chrono::milliseconds NextProbeGap(std::chrono::milliseconds waited, const WaitReadyOptions& options);
 
 // Runs `checks` in order: each is probed until it passes, then the next.
 // Every check is probed at least once, even past the deadline. Ok when all
