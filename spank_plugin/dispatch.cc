@@ -1,6 +1,6 @@
 // The SPANK entry points of spank_inferencex.so. Like Pyxis, this file only
 // routes each callback to the file of its context (srun_side.cc for srun,
-// sbatch and salloc; the slurmstepd side arrives with the job-step issue).
+// sbatch and salloc; stepd_side.cc for slurmstepd).
 // Rules for code loaded into slurmstepd: hooks are extern "C", no exception
 // crosses a hook, only the SPANK symbols are exported (spank_inferencex.map),
 // and nothing happens at all unless an --inferencex-* option was given.
@@ -168,6 +168,10 @@ int slurm_spank_task_init_privileged(spank_t sp, int /*ac*/, char** /*av*/) {
 
 int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
   return RemoteHook("task_init", [&] { return ix::StepdTaskInit(sp); });
+}
+
+int slurm_spank_task_exit(spank_t sp, int /*ac*/, char** /*av*/) {
+  return RemoteHook("task_exit", [&] { return ix::StepdTaskExit(sp); });
 }
 
 int slurm_spank_exit(spank_t sp, int /*ac*/, char** /*av*/) {

@@ -33,6 +33,12 @@ std::vector<std::string> KnownArms(const std::string& recipe_dir) {
 
 Status ValidateStepOptions(const StepOptions& o, const std::string& recipe_dir) {
   if (!o.Active()) return Ok{};
+  Result<Recipe> r = LoadCheckedRecipe(o, recipe_dir);
+  if (!r) return r.error();
+  return Ok{};
+}
+
+Result<Recipe> LoadCheckedRecipe(const StepOptions& o, const std::string& recipe_dir) {
   if (!o.recipe) {
     if (o.arm) {
       const std::vector<std::string> arms = KnownArms(recipe_dir);
@@ -63,7 +69,7 @@ Status ValidateStepOptions(const StepOptions& o, const std::string& recipe_dir) 
   }
   Result<LaunchPlan> plan = RenderDryRun(recipe.value(), req);
   if (!plan) return plan.error();
-  return Ok{};
+  return recipe;
 }
 
 }  // namespace ix

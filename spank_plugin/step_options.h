@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/recipe.h"
 #include "core/result.h"
 
 namespace ix {
@@ -34,5 +35,8 @@ std::vector<std::string> KnownArms(const std::string& recipe_dir);
 // the arm is one of its arms, the concurrency renders (e.g. dep4 needs
 // 2 x CONC divisible by 4). The message says what is allowed.
 Status ValidateStepOptions(const StepOptions& options, const std::string& recipe_dir);
+// The same checks, returning the recipe they loaded (slurmstepd plans from
+// it instead of parsing the file again). `options` must be Active().
+Result<Recipe> LoadCheckedRecipe(const StepOptions& options, const std::string& recipe_dir);
 
 }  // namespace ix

@@ -48,6 +48,21 @@ TEST(StepOptions, ValidCombinationAndDep4Divisibility) {
   EXPECT_NE(ErrorOf(o).find("divisible by 4"), std::string::npos);
 }
 
+TEST(StepOptions, LoadCheckedRecipeReturnsTheRecipeItChecked) {
+  StepOptions o;
+  o.arm = "dep4";
+  o.recipe = kRecipe;
+  o.conc = 64;
+  Result<Recipe> r = LoadCheckedRecipe(o, kDir);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().name, kRecipe);
+  EXPECT_NE(r.value().FindArm("dep4"), nullptr);
+  o.conc = 3;  // the same refusal as ValidateStepOptions, not a recipe
+  r = LoadCheckedRecipe(o, kDir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, ErrorOf(o));
+}
+
 TEST(StepOptions, ParseConcurrency) {
   EXPECT_EQ(ParseConcurrency("64").value(), 64);
   EXPECT_FALSE(ParseConcurrency("0").ok());

@@ -256,8 +256,9 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     }
   }
   ready = true;
-  SetState(o, "ready");
+  // task 0 (waiting on the pipe) first; the other local tasks read the state.
   Report(ready_fd, "ready");
+  SetState(o, "ready");
   std::fprintf(stderr, "ix-stepd: ready\n");
   events.Send("ready", o.step);
 

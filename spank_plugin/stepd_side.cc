@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -106,7 +107,8 @@ void WriteText(const std::string& path, const std::string& text) {
 }
 
 Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup& s) {
-  Result<Recipe> recipe = LoadRecipeByName(args.recipe_dir, *o.recipe);
+  // The recipe file is parsed once per step (it is most of the planning time).
+  Result<Recipe> recipe = LoadCheckedRecipe(o, args.recipe_dir);
   if (!recipe) return recipe.error();
   s.recipe_dir = args.recipe_dir;
   s.recipe = *o.recipe;
@@ -124,9 +126,11 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   if (!plan) return plan.error();
   s.plan = std::move(plan).value();
 
-  // Root's: the steps' directories, and the live topology cached once per boot.
+  // Root's: the steps' directories, and the topology (live, once per boot;
+  // or the topology= file, until it changes) cached there as JSON.
   if (Status d = MakeDir(args.run_dir, 0755, 0, 0); !d) return d.error();
-  Result<Topology> topo = args.topology.empty() ? DiscoverTopologyCached(args.run_dir) : LoadTopologyXml(args.topology);
+  Result<Topology> topo = args.topology.empty() ? DiscoverTopologyCached(args.run_dir)
+                                                : LoadTopologyXmlCached(args.topology, args.run_dir);
   if (!topo) return topo.error();
   PlacementRequest pr;
   std::unique_ptr<HostProbe> probe = MakeSystemHostProbe();
@@ -202,8 +206,7 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
 int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
   StepSetup s;
   s.step_id = StepId(sp);
-  Status st = ValidateStepOptions(o, args.recipe_dir);
-  if (st) st = Plan(sp, args, o, s);
+  Status st = Plan(sp, args, o, s);
   if (!st) {
     ReleasePorts(args, s.step_id);
     g_refusal = "step " + s.step_id + " refused before anything started: " + st.error().message;
@@ -265,20 +268,25 @@ int StepdTaskInit(spank_t sp) {
     char** job_env = nullptr;
     if (spank_get_item(sp, S_JOB_ENV, &job_env) != ESPANK_SUCCESS || !job_env) return -1;
     const std::string log = s.run_dir + "/stepd.log";
-    const pid_t pid = ::fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-      // Never keep the task's stdio: srun would wait for it.
-      const int in = ::open("/dev/null", O_RDONLY);
-      const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (in < 0 || out < 0) ::_exit(126);
-      ::dup2(in, 0);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      ::dup2(pipefd[1], 3);
-      ::syscall(SYS_close_range, 4u, ~0u, 0u);
-      ::execve(cargv[0], cargv.data(), job_env);
-      ::_exit(127);
+    // posix_spawn (a vfork), not fork: this task is a copy of slurmstepd,
+    // whose page tables fork would copy for nothing. The child never keeps
+    // the task's stdio: srun would wait for it.
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 3);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+    pid_t pid = 0;
+    const int spawn_err = ::posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), job_env);
+    posix_spawn_file_actions_destroy(&fa);
+    if (spawn_err != 0) {
+      ::close(pipefd[0]);
+      ::close(pipefd[1]);
+      WriteText(s.run_dir + "/state", "failed\n");
+      slurm_error("inferencex: step %s: cannot start %s: %s", s.step_id.c_str(), cargv[0], std::strerror(spawn_err));
+      return -1;
     }
     ::close(pipefd[1]);
     WriteText(s.run_dir + "/stepd.pid", std::to_string(pid) + "\n");
@@ -316,39 +324,89 @@ int StepdTaskInit(spank_t sp) {
   return 0;
 }
 
+namespace {
+
+// ix-stepd as this slurmstepd knows it: a pidfd taken on the pid it wrote,
+// kept only if that process is the job user's (the pid file is the user's).
+// The pidfd is taken first, so the pid checked is the pid signalled: it
+// cannot be recycled in between. Without pidfds (Linux < 5.3) the pid alone.
+struct Supervisor {
+  pid_t pid = 0;
+  int pidfd = -1;
+  bool stopping = false;  // SIGTERM sent
+};
+std::optional<Supervisor> g_supervisor;
+int g_tasks_exited = 0;
+
+Supervisor* FindSupervisor() {
+  if (g_supervisor) return g_supervisor->pid > 1 ? &*g_supervisor : nullptr;
+  g_supervisor.emplace();
+  int err = 0;
+  const std::string pid_text = ReadFileText(g_setup->run_dir + "/stepd.pid", &err);
+  const pid_t pid = err ? 0 : static_cast<pid_t>(std::atoi(pid_text.c_str()));
+  if (pid <= 1) return nullptr;
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  struct stat st{};
+  if (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0 || st.st_uid != g_uid) {
+    if (pidfd >= 0) ::close(pidfd);
+    return nullptr;
+  }
+  g_supervisor->pid = pid;
+  g_supervisor->pidfd = pidfd;
+  return &*g_supervisor;
+}
+
+void Signal(const Supervisor& s, int sig) {
+  if (s.pidfd >= 0) {
+    ::syscall(SYS_pidfd_send_signal, s.pidfd, sig, nullptr, 0);
+  } else {
+    ::kill(s.pid, sig);
+  }
+}
+
+// ix-stepd stops what it started on SIGTERM.
+void StartStop() {
+  Supervisor* s = FindSupervisor();
+  if (!s || s->stopping) return;
+  Signal(*s, SIGTERM);
+  s->stopping = true;
+}
+
+}  // namespace
+
+int StepdTaskExit(spank_t sp) {
+  if (!g_setup) return 0;
+  // The servers outlive no client: once the last local task has exited,
+  // ix-stepd starts stopping them while Slurm ends the step, and `exit`
+  // only waits for what is left.
+  int local_tasks = 1;
+  spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
+  if (++g_tasks_exited >= local_tasks) StartStop();
+  return 0;
+}
+
 int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
   if (!g_setup) return 0;
   const StepSetup& s = *g_setup;
-  int err = 0;
-  const std::string pid_text = ReadFileText(s.run_dir + "/stepd.pid", &err);
-  const pid_t pid = err ? 0 : static_cast<pid_t>(std::atoi(pid_text.c_str()));
-  // The pid file is the user's: signal it only if that process is the
-  // user's. The pidfd is taken first, so the pid checked is the pid
-  // signalled (it cannot be recycled in between); without pidfds (Linux <
-  // 5.3) kill and a look every 10 ms.
-  const int pidfd = pid > 1 ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1;
-  auto signal = [&](int sig) {
-    if (pidfd >= 0) return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
-    return ::kill(pid, sig);
-  };
-  struct stat st{};
-  if (pid > 1 && ::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0 && st.st_uid == g_uid) {
-    // ix-stepd stops what it started on SIGTERM; a zombie counts as gone.
+  StartStop();
+  if (Supervisor* sup = FindSupervisor()) {
+    const pid_t pid = sup->pid;
+    // A zombie counts as gone.
     auto gone = [pid] {
       Result<ProcessInfo> p = ReadProcessInfo(pid);
       return !p || p.value().exited();
     };
-    signal(SIGTERM);
-    if (pidfd >= 0) {
-      struct pollfd pfd{pidfd, POLLIN, 0};
+    if (sup->pidfd >= 0) {
+      struct pollfd pfd{sup->pidfd, POLLIN, 0};
       while (::poll(&pfd, 1, 5000) < 0 && errno == EINTR) {
       }
     } else {
       for (int i = 0; i < 500 && !gone(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (!gone()) signal(SIGKILL);
+    if (!gone()) Signal(*sup, SIGKILL);
+    if (sup->pidfd >= 0) ::close(sup->pidfd);
   }
-  if (pidfd >= 0) ::close(pidfd);
+  g_supervisor.reset();
   ReleasePorts(args, s.step_id);
   g_setup.reset();
   return 0;

@@ -16,6 +16,8 @@ namespace ix {
 int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& options);
 int StepdTaskInitPrivileged(spank_t sp, const PluginArgs& args);
 int StepdTaskInit(spank_t sp);
+// Counts local task exits; after the last one, asks ix-stepd to stop.
+int StepdTaskExit(spank_t sp);
 int StepdExit(spank_t sp, const PluginArgs& args);
 
 }  // namespace ix
