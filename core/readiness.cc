@@ -65,7 +65,9 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
     const std::string name = "readiness check " + std::to_string(i + 1) + " of " + std::to_string(checks.size()) +
                              " (" + ReadinessKindName(check.kind) + " " + check.url + ")";
     ProbeResult last;
-    std::optional<ProbeResult> last_full;  // the last probe that had all of options.probe.timeout
+    // The last probe that had all of options.probe.timeout or got an answer:
+    // what a probe cut short at the deadline must not hide.
+    std::optional<ProbeResult> last_full;
     int probes = 0;
     const auto check_start = Clock::now();
     for (;;) {
@@ -84,7 +86,7 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
       }
       last = prober.Probe(check, po);
       const bool cut = po.timeout < options.probe.timeout;
-      if (!cut) last_full = last;
+      if (!cut || last.http_status != 0) last_full = last;
       ++probes;
       if (last.ready) break;
       const auto now = Clock::now();

@@ -257,6 +257,16 @@ TEST(WaitReady, AProbeCutByTheDeadlineDoesNotHideTheAnswerBeforeIt) {
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(Has(s.error().message, "probes); last: HTTP 503 (then, cut at the deadline: Operation timed out)"))
       << s.error().message;
+  // Every probe cut (the deadline is nearer than probe.timeout): the last
+  // one that got an answer still counts.
+  o = Within(220ms);
+  o.first_interval = 100ms;
+  o.interval = 100ms;
+  o.probe.timeout = 1000ms;
+  s = WaitReady({Health("http://x/health")}, o, p);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Has(s.error().message, "probes); last: HTTP 503 (then, cut at the deadline: Operation timed out)"))
+      << s.error().message;
 }
 
 TEST(WaitReady, EachProbeIsCutAtTheDeadline) {
