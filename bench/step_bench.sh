@@ -2,7 +2,8 @@
 # step_bench.sh BUILD_DIR [RUNS]: job-step timings on a private local cluster
 # (its own directory and ports), each against a baseline in the same run:
 #  - set-up overhead: `srun --inferencex-... true` with an instantly ready
-#    fake engine, against plain `srun true`;
+#    fake engine, against plain `srun true` (and, to tell Slurm's GRES work
+#    from the plugin's, `srun --gres=gpu:4 true`);
 #  - ready to client: from the engine's "Starting vLLM API server" log line
 #    (it listens right after; ms resolution) to the client's first
 #    instruction, so the readiness probes' lag is included;
@@ -30,11 +31,13 @@ ms() { awk -v us="$1" 'BEGIN {printf "%.1f", us / 1000}'; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 srun true; srun "${opts[@]}" true  # warm up
-: >"$tmp/base"; : >"$tmp/ix"; : >"$tmp/diff"; : >"$tmp/ready"; : >"$tmp/crash"
+: >"$tmp/base"; : >"$tmp/gres"; : >"$tmp/ix"; : >"$tmp/diff"; : >"$tmp/gdiff"; : >"$tmp/ready"; : >"$tmp/crash"
 for _ in $(seq "$runs"); do
   t=${EPOCHREALTIME/./}; srun true; e=${EPOCHREALTIME/./}; b=$((e - t)); echo $b >>"$tmp/base"
+  t=${EPOCHREALTIME/./}; srun --gres=gpu:4 true; e=${EPOCHREALTIME/./}; g=$((e - t)); echo $g >>"$tmp/gres"
   t=${EPOCHREALTIME/./}; srun "${opts[@]}" true; e=${EPOCHREALTIME/./}; echo $((e - t)) >>"$tmp/ix"
-  echo $((e - t - b)) >>"$tmp/diff"  # paired: both sruns see the same load
+  # Paired: the sruns of one round see the same load.
+  echo $((e - t - b)) >>"$tmp/diff"; echo $((e - t - g)) >>"$tmp/gdiff"
   srun "${opts[@]}" bash -c 'c=${EPOCHREALTIME/./}; t=$(grep -m1 "Starting vLLM API server" "$IX_RESULT_DIR/server.log" | cut -d" " -f1); echo $((c / 1000 - $(date -d "$t" +%s%3N)))' >>"$tmp/ready"
   # The crash time is the EngineCore's own log line (ms, UTC).
   IX_RESULT_DIR=$tmp FAKE_VLLM_CRASH_ENGINE_AFTER_S=0.3 srun "${opts[@]}" sleep 30 2>/dev/null || true
@@ -43,10 +46,11 @@ for _ in $(seq "$runs"); do
   echo $((end - $(date -d "$crashed" +%s%3N))) >>"$tmp/crash"
   rm -f "$tmp/server.log"
 done
-base=$(median <"$tmp/base"); ix=$(median <"$tmp/ix"); diff=$(median <"$tmp/diff"); ready=$(median <"$tmp/ready"); crash=$(median <"$tmp/crash")
+base=$(median <"$tmp/base"); ix=$(median <"$tmp/ix"); diff=$(median <"$tmp/diff"); gres=$(median <"$tmp/gres"); gdiff=$(median <"$tmp/gdiff"); ready=$(median <"$tmp/ready"); crash=$(median <"$tmp/crash")
 echo "| measure (median of $runs) | value | baseline in the same run | difference or ratio |"
 echo "| --- | --- | --- | --- |"
 echo "| srun with a tp4 step on the instant fake engine | $(ms "$ix") ms | plain srun true: $(ms "$base") ms | +$(ms "$diff") ms (median of the paired differences) |"
+echo "| the same | | srun --gres=gpu:4 true: $(ms "$gres") ms | +$(ms "$gdiff") ms |"
 echo "| engine listening to client start | $ready ms | | |"
 echo "| EngineCore crash to srun exit | $crash ms | | |"
 rm -rf "$tmp"
