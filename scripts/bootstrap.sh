@@ -9,7 +9,7 @@ PACKAGES=(
   build-essential cmake pkg-config git
   libslurm-dev slurm-wlm slurm-client munge libmunge-dev
   libhwloc-dev hwloc
-  libyaml-dev rapidjson-dev libboost-program-options-dev
+  libyaml-dev rapidjson-dev libboost-dev libboost-program-options-dev
   libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev
   python3 curl procps iproute2 util-linux

@@ -4,7 +4,6 @@
 // data-parallel rank, listens only once "ready", serves the OpenAI endpoints,
 // /health and /metrics, and injects the failures real vLLM is known for.
 // Documentation: tests/fakes/README.md.
-#include <httplib.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -35,7 +34,7 @@
 #include <unistd.h>
 
 #include "fake_common.h"
-#include "growing_pool.h"
+#include "http_server.h"
 
 extern char** environ;
 
@@ -47,7 +46,6 @@ using ixfake::strprintf;
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
 constexpr const char* kVersion = "0.0.0+fake";
-constexpr std::size_t kServerThreads = 128;
 constexpr double kChildGraceS = 2.0;
 
 // ------------------------------------------------------------ configuration
@@ -583,41 +581,39 @@ class Engine {
   const Config& cfg() const { return cfg_; }
   std::atomic<bool> hang{false};
 
-  void install(httplib::Server& svr) {
-    svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
+  void install(ixfake::http::Server& svr) {
+    svr.set_pre_routing_handler([this](const ixfake::http::Request& req) {
       if (hang.load()) {
         logf("hang (FAKE_VLLM_HANG_AFTER_S): holding %s %s from %s:%d forever", req.method.c_str(),
              req.path.c_str(), req.remote_addr.c_str(), req.remote_port);
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       }
-      return httplib::Server::HandlerResponse::Unhandled;
     });
-    svr.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    svr.set_logger([](const ixfake::http::Request& req, const ixfake::http::Response& res) {
       std::string rank = res.get_header_value("X-Served-By-Rank");
       logf("%s:%d - \"%s %s HTTP/1.1\" %d%s%s", req.remote_addr.c_str(), req.remote_port, req.method.c_str(),
            req.path.c_str(), res.status, rank.empty() ? "" : " rank=", rank.c_str());
     });
-    svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    svr.set_error_handler([](const ixfake::http::Request&, ixfake::http::Response& res) {
+      if (!res.body.empty()) return;
       res.set_content(res.status == 404 ? R"({"detail":"Not Found"})" : R"({"detail":"Error"})",
                       "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    }));
-    svr.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-    svr.Get("/ping", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-    svr.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    });
+    svr.Get("/health", [](const ixfake::http::Request&, ixfake::http::Response& res) { res.status = 200; });
+    svr.Get("/ping", [](const ixfake::http::Request&, ixfake::http::Response& res) { res.status = 200; });
+    svr.Get("/version", [](const ixfake::http::Request&, ixfake::http::Response& res) {
       res.set_content(std::string(R"({"version":")") + kVersion + "\"}", "application/json");
     });
-    svr.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { models(res); });
-    svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { metrics(res); });
+    svr.Get("/v1/models", [this](const ixfake::http::Request&, ixfake::http::Response& res) { models(res); });
+    svr.Get("/metrics", [this](const ixfake::http::Request&, ixfake::http::Response& res) { metrics(res); });
     svr.Post("/v1/completions",
-             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, false); });
+             [this](const ixfake::http::Request& req, ixfake::http::Response& res) { completion(req, res, false); });
     svr.Post("/v1/chat/completions",
-             [this](const httplib::Request& req, httplib::Response& res) { completion(req, res, true); });
+             [this](const ixfake::http::Request& req, ixfake::http::Response& res) { completion(req, res, true); });
   }
 
  private:
-  static void json_error(httplib::Response& res, int status, const std::string& message, const char* type) {
+  static void json_error(ixfake::http::Response& res, int status, const std::string& message, const char* type) {
     rapidjson::StringBuffer sb;
     JsonWriter w(sb);
     w.StartObject();
@@ -637,7 +633,7 @@ class Engine {
     res.set_content(sb.GetString(), "application/json");
   }
 
-  void models(httplib::Response& res) const {
+  void models(ixfake::http::Response& res) const {
     rapidjson::StringBuffer sb;
     JsonWriter w(sb);
     w.StartObject();
@@ -668,7 +664,7 @@ class Engine {
     res.set_content(sb.GetString(), "application/json");
   }
 
-  void metrics(httplib::Response& res) {
+  void metrics(ixfake::http::Response& res) {
     std::string model = ixfake::prom_escape(cfg_.served_names.front());
     std::string out;
     auto labels = [&](int rank, const std::string& extra = "") {
@@ -723,7 +719,7 @@ class Engine {
   // The data-parallel rank that serves a request: the router's
   // X-data-parallel-rank header, else this process's --data-parallel-rank,
   // else its first local rank (0 for a plain `vllm serve`).
-  bool resolve_rank(const httplib::Request& req, int& rank, std::string& error) const {
+  bool resolve_rank(const ixfake::http::Request& req, int& rank, std::string& error) const {
     if (!req.has_header("X-data-parallel-rank")) {
       rank = cfg_.local_ranks.front();
       return true;
@@ -938,7 +934,7 @@ class Engine {
     return "'prompt' must be a string, an array of strings or an array of token ids";
   }
 
-  void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  void completion(const ixfake::http::Request& req, ixfake::http::Response& res, bool chat) {
     Call c;
     c.chat = chat;
     c.t0 = now_s();
@@ -1008,7 +1004,7 @@ class Engine {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, state](std::size_t, httplib::DataSink& sink) {
+        [this, state](std::size_t, ixfake::http::DataSink& sink) {
           const Call& call = state->first;
           auto send = [&](const std::string& frame) { return sink.write(frame.data(), frame.size()); };
           std::string empty;
@@ -1133,25 +1129,17 @@ int main(int argc, char** argv) {
   ixfake::sleep_s(cfg.start_delay_s);
 
   Engine engine(cfg);
-  httplib::Server svr;
-  svr.new_task_queue = [] { return new ixfake::GrowingPool(kServerThreads); };
-  svr.set_keep_alive_max_count(1000);
-  svr.set_tcp_nodelay(true);
-  int listen_fd = -1;
-  svr.set_socket_options([&listen_fd](int fd) {
-    ixfake::server_socket_options(fd);
-    listen_fd = fd;
-  });
+  ixfake::http::Server svr;
+  svr.set_socket_options(ixfake::server_socket_options);
   engine.install(svr);
 
   ::close(g_reservation_fd);
   g_reservation_fd = -1;
-  if (!svr.bind_to_port(cfg.host, port)) {
-    logf("ERROR: cannot listen on %s:%d: %s", cfg.host.c_str(), port, std::strerror(errno));
+  if (std::string err = svr.bind_to_port(cfg.host, port); !err.empty()) {
+    logf("ERROR: cannot listen on %s:%d: %s", cfg.host.c_str(), port, err.c_str());
     std::fprintf(stderr, "ERROR: cannot listen on %s:%d\n", cfg.host.c_str(), port);
     shutdown_and_exit(1, "bind failed");
   }
-  ixfake::raise_listen_backlog(listen_fd);
   double ready_at = now_s();
   logf("Starting vLLM API server on http://%s:%d", cfg.host.c_str(), port);
   logf("Application startup complete.");

@@ -1,8 +1,8 @@
 // GrowingPool: a cpp-httplib task queue that starts a worker thread only
 // when a request finds none idle, up to `max` (cpp-httplib's ThreadPool
-// starts all of them up front: 128 threads cost the fake engine several
-// milliseconds before it answers its first /health, which the step set-up
-// benchmark would count as ours). Workers stay once started.
+// starts all of them up front: 128 threads cost the fake router several
+// milliseconds before it answers its first /health, which a dep4 step's
+// set-up would count as ours). Workers stay once started.
 //
 // Invariant: threads_.size() <= max_; idle_ counts workers waiting for a job.
 #pragma once
