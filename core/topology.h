@@ -186,6 +186,8 @@ std::unique_ptr<NvmlSource> MakeSystemNvml();
 
 // "00000000:1B:00.0" (NVML), "0000:1b:00.0" or "1b:00.0" -> "0000:1b:00.0".
 Result<std::string> NormalizeBusId(std::string_view text);
+// The canonical form NormalizeBusId returns, from the four numbers.
+std::string FormatBusId(unsigned domain, unsigned bus, unsigned device, unsigned function);
 
 // hwloc's GPU order against NVML's.
 struct GpuOrderCheck {
