@@ -44,6 +44,7 @@ using ixfake::logf;
 using ixfake::now_s;
 using ixfake::strprintf;
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+namespace http = ixfake::http;
 
 constexpr const char* kVersion = "0.0.0+fake";
 constexpr double kChildGraceS = 2.0;
@@ -581,39 +582,39 @@ class Engine {
   const Config& cfg() const { return cfg_; }
   std::atomic<bool> hang{false};
 
-  void install(ixfake::http::Server& svr) {
-    svr.set_pre_routing_handler([this](const ixfake::http::Request& req) {
+  void install(http::Server& svr) {
+    svr.set_pre_routing_handler([this](const http::Request& req) {
       if (hang.load()) {
         logf("hang (FAKE_VLLM_HANG_AFTER_S): holding %s %s from %s:%d forever", req.method.c_str(),
              req.path.c_str(), req.remote_addr.c_str(), req.remote_port);
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       }
     });
-    svr.set_logger([](const ixfake::http::Request& req, const ixfake::http::Response& res) {
+    svr.set_logger([](const http::Request& req, const http::Response& res) {
       std::string rank = res.get_header_value("X-Served-By-Rank");
       logf("%s:%d - \"%s %s HTTP/1.1\" %d%s%s", req.remote_addr.c_str(), req.remote_port, req.method.c_str(),
            req.path.c_str(), res.status, rank.empty() ? "" : " rank=", rank.c_str());
     });
-    svr.set_error_handler([](const ixfake::http::Request&, ixfake::http::Response& res) {
+    svr.set_error_handler([](const http::Request&, http::Response& res) {
       if (!res.body.empty()) return;
       res.set_content(res.status == 404 ? R"({"detail":"Not Found"})" : R"({"detail":"Error"})",
                       "application/json");
     });
-    svr.Get("/health", [](const ixfake::http::Request&, ixfake::http::Response& res) { res.status = 200; });
-    svr.Get("/ping", [](const ixfake::http::Request&, ixfake::http::Response& res) { res.status = 200; });
-    svr.Get("/version", [](const ixfake::http::Request&, ixfake::http::Response& res) {
+    svr.Get("/health", [](const http::Request&, http::Response& res) { res.status = 200; });
+    svr.Get("/ping", [](const http::Request&, http::Response& res) { res.status = 200; });
+    svr.Get("/version", [](const http::Request&, http::Response& res) {
       res.set_content(std::string(R"({"version":")") + kVersion + "\"}", "application/json");
     });
-    svr.Get("/v1/models", [this](const ixfake::http::Request&, ixfake::http::Response& res) { models(res); });
-    svr.Get("/metrics", [this](const ixfake::http::Request&, ixfake::http::Response& res) { metrics(res); });
+    svr.Get("/v1/models", [this](const http::Request&, http::Response& res) { models(res); });
+    svr.Get("/metrics", [this](const http::Request&, http::Response& res) { metrics(res); });
     svr.Post("/v1/completions",
-             [this](const ixfake::http::Request& req, ixfake::http::Response& res) { completion(req, res, false); });
+             [this](const http::Request& req, http::Response& res) { completion(req, res, false); });
     svr.Post("/v1/chat/completions",
-             [this](const ixfake::http::Request& req, ixfake::http::Response& res) { completion(req, res, true); });
+             [this](const http::Request& req, http::Response& res) { completion(req, res, true); });
   }
 
  private:
-  static void json_error(ixfake::http::Response& res, int status, const std::string& message, const char* type) {
+  static void json_error(http::Response& res, int status, const std::string& message, const char* type) {
     rapidjson::StringBuffer sb;
     JsonWriter w(sb);
     w.StartObject();
@@ -633,7 +634,7 @@ class Engine {
     res.set_content(sb.GetString(), "application/json");
   }
 
-  void models(ixfake::http::Response& res) const {
+  void models(http::Response& res) const {
     rapidjson::StringBuffer sb;
     JsonWriter w(sb);
     w.StartObject();
@@ -664,7 +665,7 @@ class Engine {
     res.set_content(sb.GetString(), "application/json");
   }
 
-  void metrics(ixfake::http::Response& res) {
+  void metrics(http::Response& res) {
     std::string model = ixfake::prom_escape(cfg_.served_names.front());
     std::string out;
     auto labels = [&](int rank, const std::string& extra = "") {
@@ -719,7 +720,7 @@ class Engine {
   // The data-parallel rank that serves a request: the router's
   // X-data-parallel-rank header, else this process's --data-parallel-rank,
   // else its first local rank (0 for a plain `vllm serve`).
-  bool resolve_rank(const ixfake::http::Request& req, int& rank, std::string& error) const {
+  bool resolve_rank(const http::Request& req, int& rank, std::string& error) const {
     if (!req.has_header("X-data-parallel-rank")) {
       rank = cfg_.local_ranks.front();
       return true;
@@ -934,7 +935,7 @@ class Engine {
     return "'prompt' must be a string, an array of strings or an array of token ids";
   }
 
-  void completion(const ixfake::http::Request& req, ixfake::http::Response& res, bool chat) {
+  void completion(const http::Request& req, http::Response& res, bool chat) {
     Call c;
     c.chat = chat;
     c.t0 = now_s();
@@ -1004,7 +1005,7 @@ class Engine {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, state](std::size_t, ixfake::http::DataSink& sink) {
+        [this, state](std::size_t, http::DataSink& sink) {
           const Call& call = state->first;
           auto send = [&](const std::string& frame) { return sink.write(frame.data(), frame.size()); };
           std::string empty;
@@ -1129,7 +1130,7 @@ int main(int argc, char** argv) {
   ixfake::sleep_s(cfg.start_delay_s);
 
   Engine engine(cfg);
-  ixfake::http::Server svr;
+  http::Server svr;
   svr.set_socket_options(ixfake::server_socket_options);
   engine.install(svr);
 
