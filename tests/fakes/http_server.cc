@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <exception>
-#include <strings.h>
+#include <system_error>
 #include <thread>
+
+#include <strings.h>
 
 namespace ixfake::http {
 namespace {
@@ -258,7 +260,13 @@ void Server::listen_after_bind() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    std::thread([impl, s = std::move(s)]() mutable { impl->Serve(std::move(s)); }).detach();
+    try {
+      std::thread([impl, s = std::move(s)]() mutable { impl->Serve(std::move(s)); }).detach();
+    } catch (const std::system_error&) {
+      // No thread to be had (EAGAIN): this connection is closed unanswered
+      // with the lambda that owned it; the next ones may fare better.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 }
 
