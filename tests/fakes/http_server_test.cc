@@ -34,6 +34,12 @@ Server& Start(const std::function<void(Server&)>& setup, int* port) {
   return *s;
 }
 
+// The logger and the releaser run on the connection's thread after the
+// client has its answer: waits up to 1 s for `done` to hold.
+void WaitFor(const std::function<bool()>& done) {
+  for (int i = 0; i < 200 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 // Sends raw bytes and reads until the server closes (or 2 s pass).
 std::string RawExchange(int port, const std::string& bytes) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -109,8 +115,7 @@ TEST(HttpServer, ErrorHandlerFillsEmptyErrorsAndLoggerSeesEveryResponse) {
   ASSERT_TRUE(teapot);
   EXPECT_EQ(teapot->status, 418);
   EXPECT_EQ(teapot->body, "short and stout");
-  // The logger runs after the write: give it a moment.
-  for (int i = 0; i < 200 && logged->load() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  WaitFor([&] { return logged->load() >= 2; });
   EXPECT_EQ(logged->load(), 2);
 }
 
@@ -168,7 +173,7 @@ TEST(HttpServer, ChunkedStreamArrivesWholeAndReleaserSeesSuccess) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->get_header_value("Transfer-Encoding"), "chunked");
   EXPECT_EQ(r->body, "data: 0\n\ndata: 9\n\ndata: [DONE]\n\n");
-  for (int i = 0; i < 200 && released->load() < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  WaitFor([&] { return released->load() >= 0; });
   EXPECT_EQ(released->load(), 1);
 }
 
@@ -192,7 +197,7 @@ TEST(HttpServer, ProviderFailureCutsTheConnectionAndReleaserSeesFailure) {
   EXPECT_NE(got.find("200 OK"), std::string::npos) << got;
   EXPECT_NE(got.find("data: a"), std::string::npos) << got;
   EXPECT_EQ(got.find("\r\n0\r\n\r\n"), std::string::npos) << "a cut stream must not end like a complete one: " << got;
-  for (int i = 0; i < 200 && released->load() < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  WaitFor([&] { return released->load() >= 0; });
   EXPECT_EQ(released->load(), 0);
 }
 
