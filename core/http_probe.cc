@@ -1,7 +1,6 @@
 #include "core/http_probe.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -208,8 +207,9 @@ Address Ipv6(const in6_addr& a, uint16_t port) {
 }
 
 // The addresses to try, in order: "localhost" is 127.0.0.1 then ::1 (as
-// curl does, without the resolver); IP literals as they are; anything else
-// (names, IPv6 zone ids) through getaddrinfo.
+// curl does, without the resolver); IP literals as they are. Other names
+// are refused: the resolver (NSS) cannot be linked into a static program,
+// and ix-stepd probes only the step's own servers.
 Result<std::vector<Address>> Resolve(const HttpUrl& u) {
   in_addr a4{};
   in6_addr a6{};
@@ -219,25 +219,7 @@ Result<std::vector<Address>> Resolve(const HttpUrl& u) {
   }
   if (::inet_pton(AF_INET, u.host.c_str(), &a4) == 1) return std::vector<Address>{Ipv4(a4, u.port)};
   if (::inet_pton(AF_INET6, u.host.c_str(), &a6) == 1) return std::vector<Address>{Ipv6(a6, u.port)};
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* list = nullptr;
-  const int rc = ::getaddrinfo(u.host.c_str(), std::to_string(u.port).c_str(), &hints, &list);
-  if (rc != 0) return Error{"Could not resolve host: " + u.host + " (" + ::gai_strerror(rc) + ")"};
-  std::vector<Address> out;
-  for (const addrinfo* ai = list; ai; ai = ai->ai_next) {
-    if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) || ai->ai_addrlen > sizeof(sockaddr_storage)) continue;
-    Address r;
-    std::memcpy(&r.sa, ai->ai_addr, ai->ai_addrlen);
-    r.len = ai->ai_addrlen;
-    r.family = ai->ai_family;
-    out.push_back(r);
-  }
-  ::freeaddrinfo(list);
-  if (out.empty()) return Error{"Could not resolve host: " + u.host + " (no IPv4 or IPv6 address)"};
-  return out;
+  return Error{"Could not resolve host: " + u.host + " (only localhost and IP addresses are probed: no name lookups)"};
 }
 
 // A non-blocking connect to `a` finished by `deadline`: the connected
@@ -306,7 +288,7 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
     has_port = !after.empty();
     if (has_port) port_text = after.substr(1);
     in6_addr a6{};
-    const std::string address = u.host.substr(0, u.host.find('%'));  // a zone id goes to getaddrinfo
+    const std::string address = u.host;
     if (::inet_pton(AF_INET6, address.c_str(), &a6) != 1) return malformed("bad IPv6 address");
     bracketed = true;
   } else {

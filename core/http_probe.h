@@ -10,13 +10,13 @@
 // Scope: `http://HOST[:PORT][/PATH]` only: HTTP/1.1, one GET per connection
 // (`Connection: close`), no TLS, no proxy, no redirects, no credentials.
 // "localhost" means 127.0.0.1, then ::1 (no resolver); IP literals are
-// taken as they are; other names go through getaddrinfo, which blocks
-// without a timeout (the probes are meant for the step's own servers).
+// taken as they are; other names are an error (no name lookups: ix-stepd is
+// static, and the probes are meant for the step's own servers).
 //
 // Invariants: a probe never throws, never raises SIGPIPE, starts no thread,
 // and closes every descriptor it opened before it returns. Its whole time
 // is bounded by ProbeOptions::timeout (the connect by connect_timeout as
-// well), apart from a getaddrinfo lookup. The header block is capped at
+// well). The header block is capped at
 // 64 KiB and the body at 1 MiB.
 #pragma once
 

@@ -514,15 +514,6 @@ class Loader {
 
 }  // namespace
 
-const char* PerName(HostMemoryNeed::Per per) {
-  switch (per) {
-    case HostMemoryNeed::Per::kDpRank: return "dp_rank";
-    case HostMemoryNeed::Per::kGpu: return "gpu";
-    case HostMemoryNeed::Per::kStep: return "step";
-  }
-  return "step";
-}
-
 const std::vector<std::string>& BuiltinVariables() {
   static const std::vector<std::string> kNames = {"RECIPE", "ARM", "CONC", "EVAL_ONLY", "GPUS",
                                                   "TP",     "EP",  "DP",   "DP_RANK"};
@@ -532,10 +523,6 @@ const std::vector<std::string>& BuiltinVariables() {
 const std::vector<std::string>& PerGpuVariables() {
   static const std::vector<std::string> kNames = {"GPU_NUMA", "GPU_CPUS"};
   return kNames;
-}
-
-const char* DpLayoutName(DpLayout layout) {
-  return layout == DpLayout::kEngine ? "engine" : "rank-process";
 }
 
 const Arm* Recipe::FindArm(const std::string& arm_name) const {
