@@ -1,5 +1,6 @@
 #include "core/binding.h"
 #include "core/file_text.h"
+#include "core/process.h"
 
 #include <sched.h>
 #include <sys/syscall.h>
@@ -162,13 +163,14 @@ Result<std::pair<std::string, std::vector<int>>> ParseNumaMapsPolicy(std::string
 }
 
 Result<ProcBinding> ReadProcBinding(int pid) {
-  const std::string dir = "/proc/" + std::to_string(pid);
+  const std::string rel = std::to_string(pid);
+  const std::string dir = "/proc/" + rel;
   int err = 0;
-  const std::string status = ReadFileText(dir + "/status", &err);
+  const std::string status = ReadFileTextAt(ProcDirFd(), rel + "/status", &err);
   if (err) return Error{dir + "/status: cannot read: " + std::strerror(err)};
   Result<ProcBinding> b = ParseProcStatus(status, dir + "/status");
   if (!b) return b;
-  const std::string maps = ReadFileText(dir + "/numa_maps", &err);
+  const std::string maps = ReadFileTextAt(ProcDirFd(), rel + "/numa_maps", &err, size_t{64} << 20);
   if (!err && !maps.empty()) {
     Result<std::pair<std::string, std::vector<int>>> pol = ParseNumaMapsPolicy(maps, dir + "/numa_maps");
     if (pol) {

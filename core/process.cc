@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -447,8 +448,9 @@ bool ParseSigned(std::string_view s, int64_t& out) {
 }
 
 // Reads a small /proc file in one go; "" with *err set on failure.
+// `path` is relative to /proc (ProcDirFd), e.g. "12/stat".
 std::string ReadSmall(const char* path, int* err) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = ::openat(ProcDirFd(), path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     *err = errno;
     return {};
@@ -507,6 +509,14 @@ class RealSystem final : public ProcessSystem {
   int SignalGroup(pid_t pgid, int sig) override {
     if (pgid <= 1) return ESRCH;
     return ::kill(-pgid, sig) == 0 ? 0 : errno;
+  }
+  int SignalHeld(int pidfd, int sig) override {
+    if (pidfd < 0) return EBADF;
+    return PidfdSendSignal(pidfd, sig) == 0 ? 0 : errno;
+  }
+  bool HeldExited(int pidfd) override {
+    struct pollfd p{pidfd, POLLIN, 0};
+    return pidfd < 0 || (::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)));
   }
   void Reap(pid_t pid) override {
     int status = 0;
@@ -679,20 +689,34 @@ Result<ProcessInfo> ParseProcStat(std::string_view text, const std::string& wher
   return p;
 }
 
+int ProcDirFd() {
+  // Opened once, never closed: a detached /proc (the container's rootfs
+  // removed) stays readable through it. Close-on-exec, so no program
+  // started from here inherits it.
+  static const int fd = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  return fd;
+}
+
 Result<ProcessInfo> ReadProcessInfo(pid_t pid) {
   char path[32];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  std::snprintf(path, sizeof path, "%d/stat", static_cast<int>(pid));
   int err = 0;
   const std::string text = ReadSmall(path, &err);
-  if (err != 0) return Error{std::string(path) + ": " + Errno(err)};
-  return ParseProcStat(text, path);
+  const std::string where = "/proc/" + std::string(path);
+  if (err != 0) return Error{where + ": " + Errno(err)};
+  return ParseProcStat(text, where);
 }
 
 Result<std::vector<ProcessInfo>> ListProcesses() {
   // Watching and stopping a step scan /proc often: one stack buffer and
   // openat per process, no allocation but the result's.
-  DIR* dir = ::opendir("/proc");
-  if (!dir) return Error{"cannot list /proc: " + Errno(errno)};
+  const int list_fd = ::openat(ProcDirFd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* dir = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (!dir) {
+    const int e = errno;
+    if (list_fd >= 0) ::close(list_fd);
+    return Error{"cannot list /proc: " + Errno(e)};
+  }
   static const std::string kWhere = "/proc/PID/stat";
   std::vector<ProcessInfo> out;
   out.reserve(256);
@@ -767,8 +791,59 @@ std::string StopReport::Summary() const {
   return s;
 }
 
+namespace {
+
+// StopTree without /proc: see process.h.
+void StopBlind(const std::vector<ProcessId>& roots, const std::vector<HeldProcess>& held,
+               const StopOptions& options, ProcessSystem& sys, StopReport& report) {
+  auto as_info = [](const HeldProcess& h) {
+    ProcessInfo p;
+    p.pid = h.id.pid;
+    p.start_time = h.id.start_time;
+    p.comm = h.label;
+    return p;
+  };
+  auto signal_all = [&](int sig, std::vector<ProcessInfo>& into) {
+    for (const ProcessId& r : roots) {
+      if (r.pid > 1 && r.pid != sys.Self() && sys.SignalGroup(r.pid, sig) == 0 &&
+          std::find(report.groups.begin(), report.groups.end(), r.pid) == report.groups.end()) {
+        report.groups.push_back(r.pid);
+      }
+    }
+    for (const HeldProcess& h : held) {
+      if (h.id.pid > 1 && !sys.HeldExited(h.pidfd) && sys.SignalHeld(h.pidfd, sig) == 0 &&
+          !Contains(into, h.id)) {
+        into.push_back(as_info(h));
+      }
+    }
+  };
+  auto all_gone = [&] {
+    return std::all_of(held.begin(), held.end(), [&](const HeldProcess& h) { return sys.HeldExited(h.pidfd); });
+  };
+  auto wait_until = [&](std::chrono::steady_clock::time_point end) {
+    auto delay = std::max(options.poll, std::chrono::milliseconds(1));
+    while (!all_gone() && sys.Now() < end) {
+      sys.Sleep(std::min(delay, std::chrono::duration_cast<std::chrono::milliseconds>(end - sys.Now()) +
+                                    std::chrono::milliseconds(1)));
+      delay = std::min(delay * 2, options.max_poll);
+    }
+  };
+  std::vector<ProcessInfo> ignored;
+  signal_all(SIGTERM, report.terminated);
+  signal_all(SIGCONT, ignored);
+  wait_until(sys.Now() + options.grace);
+  // The groups may hold processes no pidfd knows: they get the KILL too.
+  signal_all(SIGKILL, report.killed);
+  wait_until(sys.Now() + options.kill_wait);
+  for (const HeldProcess& h : held) {
+    if (!sys.HeldExited(h.pidfd)) report.left.push_back(as_info(h));
+  }
+}
+
+}  // namespace
+
 StopReport StopTree(const std::vector<ProcessId>& roots, const std::vector<ProcessId>& known,
-                    const StopOptions& options, ProcessSystem& sys) {
+                    const StopOptions& options, ProcessSystem& sys, const std::vector<HeldProcess>& held) {
   StopReport report;
   const auto start = sys.Now();
   Membership membership(roots, known);
@@ -817,42 +892,53 @@ StopReport StopTree(const std::vector<ProcessId>& roots, const std::vector<Proce
   };
 
   bool done = false;
-  if (scan()) {
-    done = members.empty();
-    term_new();
+  if (!scan()) {
+    StopBlind(roots, held, options, sys, report);
+    report.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(sys.Now() - start);
+    return report;
   }
+  done = members.empty();
+  term_new();
   // The grace: look again, signalling anything new, until all are gone.
   const auto grace_end = sys.Now() + options.grace;
   auto delay = std::max(options.poll, std::chrono::milliseconds(1));
+  bool lost = false;  // /proc became unreadable during the stop
   while (!done) {
     sleep_step(delay, grace_end);
-    if (scan()) {
-      done = members.empty();
-      if (!done) term_new();
+    if (!scan()) {
+      lost = true;
+      break;
     }
+    done = members.empty();
+    if (!done) term_new();
     if (sys.Now() >= grace_end) break;
   }
-  if (!done) {
+  if (!done && !lost) {
     const auto kill_end = sys.Now() + options.kill_wait;
     delay = std::max(options.poll, std::chrono::milliseconds(1));
     for (;;) {
       kill_all();
       sleep_step(delay, kill_end);
-      if (scan() && members.empty()) {
+      if (!scan()) {
+        lost = true;
+        break;
+      }
+      if (members.empty()) {
         done = true;
         break;
       }
       if (sys.Now() >= kill_end) break;
     }
-    if (!done) report.left = members;
+    if (!done && !lost) report.left = members;
   }
+  if (lost) StopBlind(roots, held, options, sys, report);
   report.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(sys.Now() - start);
   return report;
 }
 
 StopReport StopTree(const std::vector<ProcessId>& roots, const std::vector<ProcessId>& known,
-                    const StopOptions& options) {
-  return StopTree(roots, known, options, RealProcessSystem());
+                    const StopOptions& options, const std::vector<HeldProcess>& held) {
+  return StopTree(roots, known, options, RealProcessSystem(), held);
 }
 
 }  // namespace ix

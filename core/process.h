@@ -95,6 +95,13 @@ Result<SpawnedProcess> Spawn(const SpawnSpec& spec);
 
 // ---- the process tree -------------------------------------------------------
 
+// The /proc that every function here reads: a directory descriptor opened
+// on first use and kept for the life of the process (-1 when /proc cannot
+// be opened). A supervisor in a container calls it at start: when the
+// container's rootfs is removed under it (Pyxis without --container-name),
+// its /proc mount is detached but still readable through the descriptor.
+int ProcDirFd();
+
 // A process as one read of /proc/PID/stat saw it.
 struct ProcessInfo {
   pid_t pid = 0, ppid = 0, pgid = 0, sid = 0;
@@ -122,11 +129,24 @@ bool IsRunning(const ProcessId& id);
 
 // ---- stopping ---------------------------------------------------------------
 
+// A process known by a pidfd taken while its identity could still be
+// checked (ProcessWatch holds one for each process it watches): it can be
+// signalled, and seen to exit, without /proc. The pidfd stays its owner's.
+struct HeldProcess {
+  std::string label;
+  ProcessId id;
+  int pidfd = -1;
+};
+
 // The OS as StopTree needs it, so the logic is testable with a fake.
 class ProcessSystem {
  public:
   virtual ~ProcessSystem() = default;
   virtual Result<std::vector<ProcessInfo>> Snapshot() = 0;
+  // Through a held pidfd: 0, ESRCH once it has exited, or another errno.
+  virtual int SignalHeld(int pidfd, int sig) = 0;
+  // Whether the process behind a held pidfd has exited (a zombie has).
+  virtual bool HeldExited(int pidfd) = 0;
   // Sends `sig` to exactly that process: 0, or ESRCH when it is gone or its
   // pid now belongs to another process, or another errno.
   virtual int Signal(const ProcessId& id, int sig) = 0;
@@ -173,9 +193,16 @@ struct StopReport {
 // each, then SIGKILL to whatever is still there after the grace, then waits
 // until none is left, reaping our own children on the way. New descendants
 // found while waiting are signalled too. Never signals the caller or pid 1.
+//
+// When /proc cannot be read (a container's /proc detached under us), it
+// stops blind rather than not at all: the same TERM, grace, KILL to every
+// `held` process through its pidfd and to the process group of every root
+// (still ours: a root is our unreaped child, so its pid is not reused),
+// judging "gone" by the pidfds alone; the error is in the report.
 StopReport StopTree(const std::vector<ProcessId>& roots, const std::vector<ProcessId>& known,
-                    const StopOptions& options, ProcessSystem& system);
+                    const StopOptions& options, ProcessSystem& system,
+                    const std::vector<HeldProcess>& held = {});
 StopReport StopTree(const std::vector<ProcessId>& roots, const std::vector<ProcessId>& known = {},
-                    const StopOptions& options = {});
+                    const StopOptions& options = {}, const std::vector<HeldProcess>& held = {});
 
 }  // namespace ix

@@ -111,6 +111,12 @@ void ProcessWatch::Close() {
   event_fd_ = epoll_fd_ = -1;
 }
 
+std::vector<HeldProcess> ProcessWatch::Held() const {
+  std::vector<HeldProcess> out;
+  for (const auto& [pidfd, e] : entries_) out.push_back(HeldProcess{e.label, e.id, pidfd});
+  return out;
+}
+
 bool ProcessWatch::Watching(pid_t pid) const {
   for (const auto& [fd, e] : entries_) {
     if (e.id.pid == pid) return true;

@@ -79,6 +79,9 @@ class ProcessWatch {
   int fd() const { return epoll_fd_; }
   // Processes still watched (added, exit not yet reported).
   size_t size() const { return entries_.size(); }
+  // The same with their pidfds (owned by the watch), for a stop that
+  // cannot read /proc (StopTree's `held`).
+  std::vector<HeldProcess> Held() const;
   bool Watching(pid_t pid) const;
 
  private:
