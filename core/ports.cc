@@ -119,11 +119,20 @@ Status WriteTable(const std::string& dir, const std::vector<PortLease>& table) {
   return Ok{};
 }
 
+// Whether every port of a lease is free: a lease is never dropped while a
+// port of it is still bound (a server that outlived its step).
+bool LeaseFree(const PortLease& l, PortProber& prober) {
+  for (int p = l.first; p < l.first + l.count; ++p) {
+    if (!prober.IsFree(p)) return false;
+  }
+  return true;
+}
+
 // Runs `fn` on the lease table with the directory's lock held; the table is
 // written back (atomically, by rename) when `fn` reports a change. Dead
-// owners' leases are dropped first.
+// owners' leases are dropped first, those whose ports are free.
 template <class T, class Fn>
-Result<T> Transact(const std::string& dir, OwnerLiveness& liveness, Fn&& fn) {
+Result<T> Transact(const std::string& dir, OwnerLiveness& liveness, PortProber& prober, Fn&& fn) {
   const std::string lock_path = dir + "/lock";
   Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (lock.fd < 0) return Error{Errno("cannot open lock " + lock_path)};
@@ -135,7 +144,7 @@ Result<T> Transact(const std::string& dir, OwnerLiveness& liveness, Fn&& fn) {
   std::vector<PortLease>& t = table.value();
   const size_t before = t.size();
   t.erase(std::remove_if(t.begin(), t.end(),
-                         [&](const PortLease& l) { return !liveness.IsAlive(l.owner); }),
+                         [&](const PortLease& l) { return !liveness.IsAlive(l.owner) && LeaseFree(l, prober); }),
           t.end());
   bool changed = t.size() != before;
   Result<T> r = fn(t, changed);
@@ -317,7 +326,7 @@ Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
     total += w.count;
   }
   return Transact<std::vector<PortLease>>(
-      config_.lease_dir, *liveness_,
+      config_.lease_dir, *liveness_, *prober_,
       [&](std::vector<PortLease>& table, bool& changed) -> Result<std::vector<PortLease>> {
         for (const auto& l : table) {
           if (l.owner.id == owner.id) {
@@ -384,12 +393,17 @@ Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
       });
 }
 
-Result<int> PortBroker::Release(const std::string& id) {
-  return Transact<int>(config_.lease_dir, *liveness_,
+Result<int> PortBroker::Release(const std::string& id, std::vector<PortLease>* kept) {
+  return Transact<int>(config_.lease_dir, *liveness_, *prober_,
                        [&](std::vector<PortLease>& table, bool& changed) -> Result<int> {
                          const size_t before = table.size();
                          table.erase(std::remove_if(table.begin(), table.end(),
-                                                    [&](const PortLease& l) { return l.owner.id == id; }),
+                                                    [&](const PortLease& l) {
+                                                      if (l.owner.id != id) return false;
+                                                      if (LeaseFree(l, *prober_)) return true;
+                                                      if (kept) kept->push_back(l);
+                                                      return false;
+                                                    }),
                                      table.end());
                          const int n = static_cast<int>(before - table.size());
                          changed = changed || n > 0;
@@ -399,7 +413,7 @@ Result<int> PortBroker::Release(const std::string& id) {
 
 Result<std::vector<PortLease>> PortBroker::List() {
   return Transact<std::vector<PortLease>>(
-      config_.lease_dir, *liveness_,
+      config_.lease_dir, *liveness_, *prober_,
       [](std::vector<PortLease>& table, bool&) -> Result<std::vector<PortLease>> { return table; });
 }
 

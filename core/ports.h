@@ -8,7 +8,9 @@
 // ephemeral range), is proven free by a bind probe, and is recorded in a
 // lease table in a root-owned lease directory under flock(2), so concurrent
 // steps never get the same port. Leases of owners that are gone (process
-// dead, or leased in another boot) are reclaimed on the next allocation.
+// dead, or leased in another boot) are reclaimed on the next allocation,
+// once their ports are free: a lease is never dropped while a port of it is
+// still bound.
 //
 // Invariants of the lease table: no port is covered by two leases; each
 // lease names its owner (id, pid, process start time, boot id, time).
@@ -109,8 +111,12 @@ class PortBroker {
   // Slurm reserved for the step; they are tried first.
   Result<std::vector<PortLease>> Lease(const LeaseOwner& owner, const std::vector<PortWant>& wants,
                                        const std::vector<int>& reserved = {});
-  // Releases every lease of owner `id`; returns how many there were.
-  Result<int> Release(const std::string& id);
+  // Releases every lease of owner `id` whose ports are all free; returns how
+  // many it released. A lease with a port still bound (a server that
+  // outlived its step) is kept, and added to `kept`: it is dropped by a
+  // later Release or, once its owner is gone, by any transaction that finds
+  // its ports free.
+  Result<int> Release(const std::string& id, std::vector<PortLease>* kept = nullptr);
   // The leases now, after reclaiming those of dead owners.
   Result<std::vector<PortLease>> List();
 

@@ -115,6 +115,25 @@ TEST(PortBroker, ReclaimsLeasesOfDeadOwners) {
   EXPECT_EQ(b.value().List().value().size(), 1u);
 }
 
+TEST(PortBroker, ALeaseIsNeverDroppedWhileItsPortIsBound) {
+  TempDir d;
+  FakeProber prober;
+  FakeLiveness live;
+  auto b = PortBroker::Open(Config(d, {20000, 20003}), prober, live);
+  ASSERT_TRUE(b.value().Lease(Owner("4.0"), {{"PORT", 1}, {"RANKS", 2}}).ok());
+  prober.busy = {20002};  // a server that outlived step 4.0 still holds a rank port
+  std::vector<PortLease> kept;
+  EXPECT_EQ(b.value().Release("4.0", &kept).value(), 1);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].name, "RANKS");
+  // Its owner gone, the lease still stays while the port is bound ...
+  live.dead.insert("4.0");
+  EXPECT_EQ(b.value().List().value().size(), 1u);
+  // ... and goes once it is free.
+  prober.busy.clear();
+  EXPECT_TRUE(b.value().List().value().empty());
+}
+
 TEST(PortBroker, SlurmReservedPortsComeFirst) {
   TempDir d;
   FakeProber prober;

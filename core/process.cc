@@ -91,6 +91,7 @@ struct ChildReport {
 struct ChildPlan {
   int report_fd = -1, stdin_fd = -1, out_fd = -1;
   const char* cwd = nullptr;  // nullptr = stay
+  int cwd_fd = -1;            // else fchdir here when >= 0
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   const char* const* candidates = nullptr;
@@ -202,6 +203,7 @@ int MarkAllCloexec() noexcept {
   }
 
   if (p.cwd && ::chdir(p.cwd) != 0) Fail(p, Step::kChdir, errno);
+  if (!p.cwd && p.cwd_fd >= 0 && ::fchdir(p.cwd_fd) != 0) Fail(p, Step::kChdir, errno);
 
   if (p.death_signal != 0) {
     // After the credential change, which would clear it.
@@ -258,7 +260,9 @@ std::string ReportMessage(const SpawnSpec& spec, const ChildReport& r, const std
     case Step::kSetuid: return "cannot switch to " + who + ": setresuid: " + err;
     case Step::kCredentialCheck:
       return "switching to " + who + " did not take effect" + (r.err ? ": " + err : std::string());
-    case Step::kChdir: return "cannot change to directory '" + spec.cwd + "'" + cwd_note + ": " + err;
+    case Step::kChdir:
+      return "cannot change to directory '" + (spec.cwd.empty() ? std::string("(descriptor)") : spec.cwd) + "'" +
+             cwd_note + ": " + err;
     case Step::kDeathSignal: return "cannot set the parent-death signal (prctl): " + err;
     case Step::kParentGone: return "its parent exited before exec (parent-death signal)";
     case Step::kExec: {
@@ -333,7 +337,7 @@ Result<SpawnedProcess> SpawnChecked(const SpawnSpec& spec) {
     if (out_fd.fd < 0) return Error{"cannot open /dev/null: " + Errno(errno)};
   } else {
     out_fd.fd = AboveStdio(
-        ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644));
+        ::openat(spec.log_dir_fd, spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644));
     if (out_fd.fd < 0) return Error{"cannot open log '" + spec.log_path + "': " + Errno(errno)};
     if (switch_credentials &&
         ::fchown(out_fd.fd, spec.credentials->uid, spec.credentials->gid) != 0) {
@@ -362,6 +366,7 @@ Result<SpawnedProcess> SpawnChecked(const SpawnSpec& spec) {
   plan.stdin_fd = null_fd.fd;
   plan.out_fd = out_fd.fd;
   plan.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
+  plan.cwd_fd = spec.cwd_fd;
   plan.argv = argv.data();
   plan.envp = envp.data();
   plan.candidates = cand.data();

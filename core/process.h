@@ -13,6 +13,7 @@
 // does not change at execve and differs for a recycled pid.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -59,7 +60,9 @@ struct SpawnSpec {
   std::vector<std::string> argv;   // exact; argv[0] is looked up in env's PATH unless it has a '/'
   std::vector<std::string> env;    // the whole environment of the child (BuildEnvironment)
   std::string cwd;                 // "" = the caller's working directory
+  int cwd_fd = -1;                 // else this directory (a descriptor), if >= 0
   std::string log_path;            // stdout and stderr, appended; "" = /dev/null
+  int log_dir_fd = AT_FDCWD;       // a relative log_path is under this directory (a descriptor)
   std::optional<Credentials> credentials;
   const PreparedBinding* binding = nullptr;  // applied before exec; must outlive Spawn
   bool binding_best_effort = false;  // true: a failed binding is recorded, the child runs unbound

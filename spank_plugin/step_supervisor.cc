@@ -4,6 +4,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,8 +27,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Writes through the directory descriptors; a write that fails is said in
+// ix-stepd's log, never fatal.
+void WriteIn(int dir, const std::string& where, const std::string& name, const std::string& text) {
+  if (dir < 0) return;
+  if (Status s = WriteFileAtomicAt(dir, where, name, text); !s) {
+    std::fprintf(stderr, "ix-stepd: %s\n", s.error().message.c_str());
+  }
+}
+
 void SetState(const SupervisorOptions& o, const std::string& state) {
-  if (!o.run_dir.empty()) (void)WriteFileAtomic(o.run_dir + "/state", state + "\n");
+  WriteIn(o.run_dir_fd, o.run_dir, "state", state + "\n");
 }
 
 void Report(int& fd, const std::string& line) {
@@ -42,8 +52,11 @@ void Report(int& fd, const std::string& line) {
 struct Started {
   const PlannedProcess* planned;
   SpawnedProcess spawned;
-  std::string log_path;
+  std::string log;  // its log's name in the result directory ("" = none)
 };
+
+// The label under which ix-stepd watches the client task.
+constexpr const char* kClientLabel = "client";
 
 // {"engine":{"cpus":"0-15","mempolicy":"bind:0",...},...}: what each
 // started process actually got.
@@ -91,10 +104,20 @@ std::string NarrowVisibleDevices(const std::optional<std::string>& visible, cons
   return out;
 }
 
-std::string LogTail(const std::string& path, int lines) {
-  int err = 0;
-  const std::string text = ReadFileText(path, &err);
-  if (err) return "";
+std::string LogTail(int dir, const std::string& name, int lines) {
+  // Only the end of the file: a server log can be large.
+  constexpr off_t kTail = 64 * 1024;
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st{};
+  std::string text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const off_t from = st.st_size > kTail ? st.st_size - kTail : 0;
+    text.resize(static_cast<size_t>(st.st_size - from));
+    const ssize_t n = ::pread(fd, text.data(), text.size(), from);
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  ::close(fd);
   size_t pos = text.size();
   if (pos > 0 && text[pos - 1] == '\n') --pos;
   for (int n = 0; n < lines && pos > 0; ++n) {
@@ -136,6 +159,7 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
   std::string failed_process;
   pid_t failed_pid = 0;
   std::string failed_log;
+  std::optional<ProcessWatch> watch;
 
   auto stop_all = [&] {
     std::vector<ProcessId> roots;
@@ -145,17 +169,25 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     // A fast exit is seen at once; looking costs one /proc pass per poll.
     so.poll = std::chrono::milliseconds(1);
     so.max_poll = std::chrono::milliseconds(5);
-    const StopReport r = StopTree(roots, known, so);
+    // The watch's pidfds let the stop act even if /proc cannot be read
+    // (the client's is not the stop's to use).
+    std::vector<HeldProcess> held;
+    if (watch) {
+      for (const HeldProcess& h : watch->Held()) {
+        if (h.label != kClientLabel) held.push_back(h);
+      }
+    }
+    const StopReport r = StopTree(roots, known, so, held);
     std::fprintf(stderr, "ix-stepd: %s\n", r.Summary().c_str());
   };
   bool ready = false;
   auto fail = [&](const std::string& reason) {
     // The record first: whoever sees the client die (srun, a test, the
     // sweep) finds failure.json already there.
-    const std::string tail = failed_log.empty() ? "" : LogTail(failed_log, 50);
+    const std::string tail = failed_log.empty() ? "" : LogTail(o.result_dir_fd, failed_log, 50);
     const std::string json = FailureJson(failed_process, failed_pid, reason, tail);
-    if (!o.run_dir.empty()) (void)WriteFileAtomic(o.run_dir + "/failure.json", json);
-    if (!o.result_dir.empty()) (void)WriteFileAtomic(o.result_dir + "/failure.json", json);
+    WriteIn(o.run_dir_fd, o.run_dir, "failure.json", json);
+    WriteIn(o.result_dir_fd, o.result_dir, "failure.json", json);
     SetState(o, "failed");
     // Before readiness the client has not started: task_init is waiting on
     // ready_fd and reports the failure itself.
@@ -173,7 +205,14 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
 
   Result<ProcessWatch> watch_r = ProcessWatch::Create();
   if (!watch_r) return fail(watch_r.error().message);
-  ProcessWatch watch = std::move(watch_r).value();
+  watch.emplace(std::move(watch_r).value());
+  // The client's exit ends the step: it is watched like the servers, and
+  // told apart by its label.
+  if (o.stop_with_client && !o.client_pids.empty()) {
+    Result<ProcessInfo> c = ReadProcessInfo(o.client_pids[0]);
+    if (!c) return fail("the client task is gone: " + c.error().message);
+    if (Status a = watch->Add(c.value().id(), kClientLabel); !a) return fail(a.error().message);
+  }
 
   // sysfs, not hwloc: a binding only needs this machine's CPUs and nodes.
   Result<Topology> machine = Topology{};
@@ -192,7 +231,11 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
       env.emplace_back("CUDA_VISIBLE_DEVICES", NarrowVisibleDevices(visible, plan.ranks[static_cast<size_t>(p.rank)].gpus));
     }
     spec.env = BuildEnvironment(base_env, env);
-    spec.log_path = o.result_dir.empty() ? "" : o.result_dir + "/" + p.log;
+    if (o.result_dir_fd >= 0) {
+      spec.log_path = p.log;
+      spec.log_dir_fd = o.result_dir_fd;
+      spec.cwd_fd = o.result_dir_fd;  // writable, in any image
+    }
     for (const auto& [name, target] : o.bindings) {
       if (name != p.name || !machine) continue;
       prepared.push_back(std::make_unique<PreparedBinding>(PreparedBinding::Prepare(target, machine.value())));
@@ -206,19 +249,21 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
       return fail(s.error().message);
     }
     started.push_back(Started{&p, s.value(), spec.log_path});
-    if (Status a = watch.AddChild(s.value().id, p.name); !a) return fail(a.error().message);
+    if (Status a = watch->AddChild(s.value().id, p.name); !a) return fail(a.error().message);
     std::fprintf(stderr, "ix-stepd: started %s (pid %d)\n", p.name.c_str(), static_cast<int>(s.value().id.pid));
     events.Send("started", o.step, {{"process", p.name}}, {{"pid", std::to_string(s.value().id.pid)}});
     // Spawn returns after the exec: the binding is in place to be read.
     obtained.emplace_back(p.name, ReadProcBinding(s.value().id.pid));
   }
   const std::string obtained_json = ObtainedJson(obtained);
-  if (!o.run_dir.empty()) (void)WriteFileAtomic(o.run_dir + "/placement-obtained.json", obtained_json + "\n");
+  WriteIn(o.run_dir_fd, o.run_dir, "placement-obtained.json", obtained_json + "\n");
   events.Send("placement", o.step, {}, {{"obtained", obtained_json}});
 
   // Readiness, process by process, in plan order (engine, then router).
   SocketProber prober;  // no libcurl in ix-stepd: it costs ~7 ms of start-up
   std::optional<ProcessExit> early;
+  bool client_gone = false;
+  auto is_client = [](const ProcessExit& x) { return x.label == kClientLabel; };
   const auto deadline = Clock::now() + o.ready_timeout;
   for (const Started& s : started) {
     WaitReadyOptions wo;
@@ -226,7 +271,11 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     wo.interval = o.probe_interval;
     wo.abort = [&]() -> std::optional<std::string> {
       if (*stop_requested) return std::string("stop requested");
-      Result<std::optional<ProcessExit>> e = watch.Wait(std::chrono::milliseconds(0));
+      Result<std::optional<ProcessExit>> e = watch->Wait(std::chrono::milliseconds(0));
+      if (e && e.value() && is_client(*e.value())) {
+        client_gone = true;
+        return std::string("the client exited");
+      }
       if (e && e.value()) {
         early = e.value();
         return e.value()->Describe();
@@ -235,22 +284,23 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     };
     Status r = WaitReady(s.planned->readiness, wo, prober);
     if (!r) {
-      if (*stop_requested) {
+      if (*stop_requested || client_gone) {
         stop_all();
+        SetState(o, "finished");
         return 0;
       }
       failed_process = early ? early->label : s.planned->name;
       failed_pid = early ? early->id.pid : s.spawned.id.pid;
       for (const auto& x : started) {
-        if (early && x.spawned.id.pid == early->id.pid) failed_log = x.log_path;
+        if (early && x.spawned.id.pid == early->id.pid) failed_log = x.log;
       }
-      if (failed_log.empty()) failed_log = s.log_path;
+      if (failed_log.empty()) failed_log = s.log;
       return fail(s.planned->name + " not ready: " + r.error().message);
     }
   }
   // Everything that exists now belongs to the server: watch it all.
   for (const Started& s : started) {
-    Result<std::vector<ProcessInfo>> d = watch.AddDescendants(s.spawned.id.pid, s.planned->name);
+    Result<std::vector<ProcessInfo>> d = watch->AddDescendants(s.spawned.id.pid, s.planned->name);
     if (d) {
       for (const auto& p : d.value()) known.push_back(p.id());
     }
@@ -272,14 +322,18 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
   constexpr auto kTick = std::chrono::milliseconds(20);
   auto next_probe = Clock::now() + o.health_interval;
   while (!*stop_requested) {
-    Result<std::optional<ProcessExit>> e = watch.Wait(kTick);
+    Result<std::optional<ProcessExit>> e = watch->Wait(kTick);
     if (!e) return fail(e.error().message);
+    if (e.value() && is_client(*e.value())) {
+      std::fprintf(stderr, "ix-stepd: %s: stopping the servers\n", e.value()->Describe().c_str());
+      break;
+    }
     if (e.value()) {
       const ProcessExit& x = *e.value();
       failed_process = x.label;
       failed_pid = x.id.pid;
       for (const auto& s : started) {
-        if (x.label.rfind(s.planned->name, 0) == 0) failed_log = s.log_path;
+        if (x.label.rfind(s.planned->name, 0) == 0) failed_log = s.log;
       }
       return fail(x.Describe());
     }
@@ -295,7 +349,7 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
       if (misses[i] >= o.health_failures) {
         failed_process = started[i].planned->name;
         failed_pid = started[i].spawned.id.pid;
-        failed_log = started[i].log_path;
+        failed_log = started[i].log;
         return fail(started[i].planned->name + " failed " + std::to_string(misses[i]) +
                     " health probes in a row (" + health.url + ": " + pr.detail + ")");
       }

@@ -31,14 +31,22 @@
 namespace ix {
 
 struct SupervisorOptions {
-  std::string run_dir;     // state: state, failure.json, events
-  std::string result_dir;  // server.log, router.log, failure.json
+  // The step's directories as descriptors (-1 = none), opened at start, so
+  // that every write still lands after the container's rootfs, and every
+  // mount in it, is removed under ix-stepd. The names are for messages.
+  int run_dir_fd = -1;     // state, failure.json, placement-obtained.json
+  std::string run_dir;
+  int result_dir_fd = -1;  // server.log, router.log, failure.json; the servers' working directory
+  std::string result_dir;
   std::chrono::milliseconds ready_timeout{std::chrono::hours(1)};
   std::chrono::milliseconds probe_interval{20};   // while waiting for readiness
   std::chrono::milliseconds health_interval{250}; // once ready
   int health_failures = 3;                        // consecutive failed probes = failure
   std::chrono::milliseconds stop_grace{3000};
   std::vector<pid_t> client_pids;  // killed on failure (the step's tasks)
+  // The first client's exit starts the stop at once (the step is over), before
+  // Slurm runs any task_exit hook (Pyxis's removes the container).
+  bool stop_with_client = false;
   int ready_fd = -1;               // gets "ready\n" or "failed: REASON\n", then closed
   // Per process name: where to bind it (from the placement), or none.
   std::vector<std::pair<std::string, BindingTarget>> bindings;
@@ -46,8 +54,9 @@ struct SupervisorOptions {
   std::string step;          // "JOB.STEP", carried by every event
 };
 
-// Runs the step until a failure or until `*stop_requested` turns true
-// (SIGTERM). Returns 0 when stopped on request, 1 after a failure.
+// Runs the step until a failure, until `*stop_requested` turns true
+// (SIGTERM) or, with stop_with_client, until the client exits. Returns 0
+// when stopped so, 1 after a failure.
 int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& options,
                   volatile const sig_atomic_t* stop_requested);
 
@@ -60,7 +69,7 @@ std::string FailureJson(const std::string& process, pid_t pid, const std::string
 // when the step sees `visible` ("" or unset: the indices themselves).
 std::string NarrowVisibleDevices(const std::optional<std::string>& visible, const std::vector<int64_t>& gpus);
 
-// The last `lines` lines of a file ("" when unreadable).
-std::string LogTail(const std::string& path, int lines);
+// The last `lines` lines of file NAME under directory DIR ("" when unreadable).
+std::string LogTail(int dir, const std::string& name, int lines);
 
 }  // namespace ix

@@ -1,12 +1,19 @@
 // ix-stepd: the per-step supervisor the plugin starts from task_init of
-// local task 0 (as the job user, inside the container). It reads the plan
-// the plugin rendered (run_dir/plan.json: leased ports, and for an engine
-// whose ranks span NUMA nodes the recipe's per-worker NUMA flags), runs it
-// with StepSupervisor and reports "ready" or "failed: ..." on --ready-fd.
-// SIGTERM stops the step cleanly. Its own output goes to a log file; it
-// never holds the task's stdio.
+// local task 0 (as the job user, inside the container, executed from a
+// descriptor the plugin opened on the host: it is static and needs nothing
+// from the image). It reads the plan the plugin rendered (plan.json in the
+// run directory, which it gets as a descriptor: leased ports, and for an
+// engine whose ranks span NUMA nodes the recipe's per-worker NUMA flags),
+// runs it with StepSupervisor and reports "ready" or "failed: ..." on
+// --ready-fd. SIGTERM, or the exit of the client it watches, stops the step
+// cleanly. /proc and its directories are held as descriptors from the
+// start, so the stop works after the container is removed under it. Its
+// own output goes to a log file; it never holds the task's stdio.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <cstdlib>
@@ -15,6 +22,7 @@
 
 #include "core/file_text.h"
 #include "core/launch_plan.h"
+#include "core/process.h"
 #include "core/topology.h"
 #include "spank_plugin/step_supervisor.h"
 
@@ -37,7 +45,8 @@ bool SplitPair(const std::string& s, std::string& k, std::string& v) {
 
 int main(int argc, char** argv) {
   std::string plan_path, run_dir, result_dir, agent_socket, step;
-  int ready_fd = -1;
+  int ready_fd = -1, run_dir_fd = -1;
+  bool stop_with_client = false;
   double ready_timeout = 3600, health_ms = 250, grace_ms = 3000;
   std::vector<std::string> binds;
   std::vector<int> clients;
@@ -49,11 +58,14 @@ int main(int argc, char** argv) {
   opts.add_options()
       ("plan", po::value(&plan_path)->required()->value_name("FILE"), "the launch plan (JSON)")
       ("bind", po::value(&binds)->composing()->value_name("PROCESS=CPUS@NUMA"), "bind a process before exec")
-      ("run-dir", po::value(&run_dir)->value_name("DIR"), "per-step state directory")
-      ("result-dir", po::value(&result_dir)->value_name("DIR"), "where the server logs and failure.json go")
+      ("run-dir", po::value(&run_dir)->value_name("DIR"), "per-step state directory (a relative --plan is read there)")
+      ("run-dir-fd", po::value(&run_dir_fd)->value_name("FD"), "the run directory as an inherited descriptor (--run-dir only names it)")
+      ("result-dir", po::value(&result_dir)->value_name("DIR"),
+       "server logs and failure.json; the servers' working directory (default: results/ in the run directory)")
       ("ready-timeout", po::value(&ready_timeout)->value_name("S"), "seconds to wait for readiness (default 3600)")
       ("ready-fd", po::value(&ready_fd)->value_name("FD"), "write ready/failed here")
       ("client-pid", po::value(&clients)->composing()->value_name("PID"), "a client task to kill on failure")
+      ("stop-with-client", po::bool_switch(&stop_with_client), "stop the step when the first --client-pid exits")
       ("agent-socket", po::value(&agent_socket)->value_name("PATH"), "the node agent's event socket")
       ("step", po::value(&step)->value_name("JOB.STEP"), "the step id events carry")
       ("health-interval-ms", po::value(&health_ms)->value_name("MS"), "health probe period once ready (default 250)")
@@ -71,8 +83,32 @@ int main(int argc, char** argv) {
     std::cerr << "ix-stepd: " << e.what() << "\n";
     return 2;
   }
+  // Descriptors first, while every path still resolves: /proc, the run
+  // directory, the result directory.
+  if (ix::ProcDirFd() < 0) return std::cerr << "ix-stepd: cannot open /proc: " << std::strerror(errno) << "\n", 1;
+  if (run_dir_fd < 0 && !run_dir.empty()) run_dir_fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (run_dir_fd < 0 && !run_dir.empty()) {
+    return std::cerr << "ix-stepd: cannot open " << run_dir << ": " << std::strerror(errno) << "\n", 1;
+  }
+  if (run_dir_fd >= 0) ::fcntl(run_dir_fd, F_SETFD, FD_CLOEXEC);
+  if (run_dir.empty() && run_dir_fd >= 0) run_dir = "(run directory)";
+  int result_dir_fd = -1;
+  if (!result_dir.empty()) {
+    ::mkdir(result_dir.c_str(), 0755);
+    result_dir_fd = ::open(result_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  } else if (run_dir_fd >= 0) {
+    result_dir = run_dir + "/results";
+    ::mkdirat(run_dir_fd, "results", 0755);
+    result_dir_fd = ::openat(run_dir_fd, "results", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  if (result_dir_fd < 0 && !result_dir.empty()) {
+    return std::cerr << "ix-stepd: cannot open the result directory " << result_dir << ": " << std::strerror(errno)
+                     << "\n", 1;
+  }
   int err = 0;
-  const std::string text = ix::ReadFileText(plan_path, &err);
+  const bool in_run_dir = run_dir_fd >= 0 && plan_path.find('/') == std::string::npos;
+  const std::string text = ix::ReadFileTextAt(in_run_dir ? run_dir_fd : AT_FDCWD, plan_path, &err, size_t{16} << 20);
+  if (in_run_dir) plan_path = run_dir + "/" + plan_path;
   if (err) return std::cerr << "ix-stepd: cannot read " << plan_path << ": " << std::strerror(err) << "\n", 1;
   ix::Result<ix::LaunchPlan> plan = ix::PlanFromJson(text, plan_path);
   if (!plan) {
@@ -81,7 +117,10 @@ int main(int argc, char** argv) {
   }
   ix::SupervisorOptions o;
   o.run_dir = run_dir;
+  o.run_dir_fd = run_dir_fd;
   o.result_dir = result_dir;
+  o.result_dir_fd = result_dir_fd;
+  o.stop_with_client = stop_with_client;
   o.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(ready_timeout * 1000));
   o.health_interval = std::chrono::milliseconds(static_cast<int64_t>(health_ms));
   o.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(grace_ms));
