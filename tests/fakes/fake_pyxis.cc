@@ -10,9 +10,10 @@
 //   copied into a fresh per-step rootfs owned by the job user under the
 //   runtime directory; a helper child makes a user namespace (not when the job
 //   user is root: "privileged") and a mount namespace, makes / rprivate, binds
-//   the rootfs onto itself, rbinds the host's /proc, /dev and /sys, applies
-//   --container-mounts and pivot_roots into the rootfs. The namespace fds are
-//   kept; the helper exits.
+//   the rootfs onto itself, mounts what enroot's default fstab gives (the
+//   host's /proc, /dev, /sys, a tmpfs on /tmp, /etc/hosts and the like),
+//   applies --container-mounts and pivot_roots into the rootfs. The namespace
+//   fds are kept; the helper exits.
 // - task_init (task, job user): the image's /etc/environment is imported into
 //   the job environment (LANG, LANGUAGE, LC_ALL unset first; names given in
 //   --container-env keep the host value), then setns(user) (unless
@@ -504,6 +505,32 @@ std::string BindMount(int root_fd, const std::string& rootfs, const std::string&
   return err;
 }
 
+std::string MountTmpfs(int root_fd, const std::string& dst) {
+  std::string err;
+  const int target = OpenMountPoint(root_fd, dst, true, err);
+  if (target < 0) return err;
+  const std::string at = "/proc/self/fd/" + std::to_string(target);
+  if (mount("tmpfs", at.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") != 0) err = Errno("tmpfs on " + dst);
+  close(target);
+  return err;
+}
+
+// What enroot's default mounts.d/10-system.fstab gives every container: the
+// host's /proc, /dev (rbind) and /sys (rbind, read-only), a fresh tmpfs on
+// /tmp, and the host's /etc/hosts, /etc/hostname, /etc/resolv.conf and
+// /etc/machine-id read-only (those the host has). Its /var/run and /var/lock
+// tmpfs and mount flags (nosuid, noexec, rslave) are left out.
+std::string SystemMounts(int root_fd, const std::string& rootfs) {
+  std::string err = BindMount(root_fd, rootfs, "/proc", "/proc", false);
+  if (err.empty()) err = BindMount(root_fd, rootfs, "/dev", "/dev", false);
+  if (err.empty()) err = BindMount(root_fd, rootfs, "/sys", "/sys", true);
+  if (err.empty()) err = MountTmpfs(root_fd, "/tmp");
+  for (const char* file : {"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/etc/machine-id"}) {
+    if (err.empty() && access(file, F_OK) == 0) err = BindMount(root_fd, rootfs, file, file, true);
+  }
+  return err;
+}
+
 // Everything "enroot start" does to the namespaces, in the helper child:
 // returns the namespace fds (user ns first when there is one, then mnt).
 std::string StartContainer(const Job& job, const Args& args, bool privileged, const std::string& rootfs,
@@ -526,9 +553,7 @@ std::string StartContainer(const Job& job, const Args& args, bool privileged, co
   const int root = open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) return Errno("open " + rootfs);
   std::string err;
-  for (const char* sys : {"/proc", "/dev", "/sys"}) {
-    if (err.empty()) err = BindMount(root, rootfs, sys, sys, false);
-  }
+  if (err.empty()) err = SystemMounts(root, rootfs);
   for (const MountSpec& mnt : args.mounts) {
     if (err.empty()) err = BindMount(root, rootfs, mnt.src, mnt.dst, mnt.readonly);
   }
