@@ -9,7 +9,7 @@ namespace ix {
 
 const std::vector<std::string>& PluginArgKeys() {
   static const std::vector<std::string> kKeys = {"recipe_dir", "port_range", "lease_dir", "run_dir",
-                                                 "agent_socket", "memlock", "topology"};
+                                                 "agent_socket", "memlock", "topology", "stepd"};
   return kKeys;
 }
 
@@ -63,6 +63,8 @@ Result<PluginArgs> ParsePluginArgs(const std::vector<std::string>& args) {
       s = path(out.agent_socket);
     } else if (key == "topology") {
       s = path(out.topology);
+    } else if (key == "stepd") {
+      s = path(out.stepd);
     } else if (key == "port_range") {
       Result<PortRange> r = ParsePortRange(value);
       if (r) {

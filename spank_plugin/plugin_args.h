@@ -15,6 +15,10 @@
 #include "core/recipe_dir.h"
 #include "core/result.h"
 
+#ifndef IX_STEPD_PATH
+#define IX_STEPD_PATH "/usr/libexec/inferencex/ix-stepd"
+#endif
+
 namespace ix {
 
 // What the plugin does to RLIMIT_MEMLOCK of the tasks.
@@ -32,6 +36,7 @@ struct PluginArgs {
   std::string agent_socket;                       // empty: no node agent
   MemlockSetting memlock;                         // default unlimited
   std::string topology;                           // hwloc XML; empty: the live machine
+  std::string stepd = IX_STEPD_PATH;              // the ix-stepd the plugin executes
 };
 
 // The keys, for messages and docs.

@@ -42,7 +42,7 @@ TEST(PluginArgs, EveryKey) {
 TEST(PluginArgs, BadArgumentsNameTheArgumentAndTheChoices) {
   EXPECT_EQ(ErrorOf({"recipe_dri=/x"}),
             "plugstack.conf argument 'recipe_dri=/x': unknown key 'recipe_dri'; keys: recipe_dir, "
-            "port_range, lease_dir, run_dir, agent_socket, memlock, topology");
+            "port_range, lease_dir, run_dir, agent_socket, memlock, topology, stepd");
   EXPECT_NE(ErrorOf({"recipe_dir"}).find("expected KEY=VALUE"), std::string::npos);
   EXPECT_NE(ErrorOf({"recipe_dir="}).find("expected KEY=VALUE"), std::string::npos);
   EXPECT_NE(ErrorOf({"lease_dir=relative"}).find("must be an absolute path"), std::string::npos);

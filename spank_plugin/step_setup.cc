@@ -65,14 +65,18 @@ Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const Lau
 }
 
 std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetup& s, int ready_fd,
-                                   pid_t client_pid) {
+                                   pid_t client_pid, int run_dir_fd, bool stop_with_client) {
+  // The run directory is a descriptor (it has no path inside a container);
+  // --run-dir only names it in messages, and plan.json is read through it.
   std::vector<std::string> a = {stepd_path,
-                                "--plan", s.run_dir + "/plan.json",
+                                "--plan", "plan.json",
                                 "--run-dir", s.run_dir,
-                                "--result-dir", s.result_dir,
+                                "--run-dir-fd", std::to_string(run_dir_fd),
                                 "--ready-timeout", std::to_string(s.ready_timeout_s),
                                 "--ready-fd", std::to_string(ready_fd),
                                 "--client-pid", std::to_string(client_pid)};
+  if (!s.result_dir.empty()) a.insert(a.end(), {"--result-dir", s.result_dir});
+  if (stop_with_client) a.push_back("--stop-with-client");
   if (!s.agent_socket.empty()) a.insert(a.end(), {"--agent-socket", s.agent_socket, "--step", s.step_id});
   for (const auto& [name, t] : s.bindings) {
     if (t.cpus.empty()) continue;
@@ -94,7 +98,7 @@ EnvList TaskEnvironment(const StepSetup& s) {
   env.emplace_back("IX_PORT", std::to_string(public_port));
   for (const auto& [k, v] : s.plan.ports) env.emplace_back("IX_PORT_" + k, std::to_string(v));
   env.emplace_back("IX_RUN_DIR", s.run_dir);
-  env.emplace_back("IX_RESULT_DIR", s.result_dir);
+  env.emplace_back("IX_RESULT_DIR", s.result_dir.empty() ? s.run_dir + "/results" : s.result_dir);
   env.emplace_back("IX_RECIPE", s.plan.recipe);
   env.emplace_back("IX_ARM", s.plan.arm);
   env.emplace_back("IX_CONC", std::to_string(s.plan.conc));

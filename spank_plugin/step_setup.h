@@ -24,7 +24,7 @@ struct StepSetup {
   std::vector<std::pair<std::string, BindingTarget>> bindings;
   std::vector<std::string> placement_notes;  // problems accepted under warn
   std::string run_dir;     // per-step state, owned by the job user
-  std::string result_dir;  // logs and failure.json
+  std::string result_dir;  // logs and failure.json: IX_RESULT_DIR; "" = results/ in run_dir
   std::string agent_socket;  // the node agent's event socket; "" = none
   int ready_timeout_s = 3600;
 };
@@ -44,13 +44,16 @@ bool RanksSpanNumaNodes(const Placement& placement);
 // Per step-local GPU, its rank's NUMA node and CPUs (RenderRequest::gpu_places).
 std::vector<GpuPlace> GpuPlacesFor(const LaunchPlan& plan, const Placement& placement);
 
-// argv of ix-stepd for this step (no shell): the plan file the plugin wrote
-// (run_dir/plan.json) and the bindings.
-std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetup& setup,
-                                   int ready_fd, pid_t client_pid);
+// argv of ix-stepd for this step (no shell): the run directory as
+// descriptor `run_dir_fd` (plan.json is read through it), the result
+// directory when the job set one, the bindings; with stop_with_client,
+// ix-stepd stops the servers as soon as `client_pid` exits.
+std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetup& setup, int ready_fd,
+                                   pid_t client_pid, int run_dir_fd, bool stop_with_client);
 
 // What the tasks get: IX_ENDPOINT, IX_PORT, IX_PORT_<NAME>, IX_RUN_DIR,
-// IX_RESULT_DIR, IX_STEP_RECIPE/ARM/CONC, then the plan's client environment.
+// IX_RESULT_DIR (run_dir/results when the job set none), IX_RECIPE/ARM/CONC,
+// then the plan's client environment.
 EnvList TaskEnvironment(const StepSetup& setup);
 
 }  // namespace ix

@@ -52,7 +52,7 @@ TEST(StepSetup, RanksOnSeveralNodesAreNeverSilentlyBoundToOne) {
 TEST(StepSetup, StepdArgvCarriesThePlanFileAndEveryBinding) {
   StepSetup s = Dep4Setup();
   s.bindings = {{"engine", BindingTarget{{0, 1, 2, 3}, 0}}};
-  const auto a = StepdArgv("/usr/libexec/inferencex/ix-stepd", s, 3, 4242);
+  const auto a = StepdArgv("/usr/libexec/inferencex/ix-stepd", s, 3, 4242, 4, true);
   auto has = [&](const std::string& flag, const std::string& value) {
     for (size_t i = 0; i + 1 < a.size(); ++i) {
       if (a[i] == flag && a[i + 1] == value) return true;
@@ -60,13 +60,17 @@ TEST(StepSetup, StepdArgvCarriesThePlanFileAndEveryBinding) {
     return false;
   };
   EXPECT_EQ(a[0], "/usr/libexec/inferencex/ix-stepd");
-  EXPECT_TRUE(has("--plan", "/run/inferencex/steps/7.0/plan.json"));
+  EXPECT_TRUE(has("--plan", "plan.json"));
+  EXPECT_TRUE(has("--run-dir-fd", "4"));
+  EXPECT_TRUE(has("--run-dir", "/run/inferencex/steps/7.0"));
+  EXPECT_NE(std::find(a.begin(), a.end(), "--stop-with-client"), a.end());
   EXPECT_TRUE(has("--bind", "engine=0-3@0"));
   EXPECT_TRUE(has("--client-pid", "4242"));
   EXPECT_TRUE(has("--ready-fd", "3"));
   EXPECT_EQ(std::count(a.begin(), a.end(), "--agent-socket"), 0);
   s.agent_socket = "/run/inferencex/agent.sock";
-  const auto b = StepdArgv("/usr/libexec/inferencex/ix-stepd", s, 3, 4242);
+  const auto b = StepdArgv("/usr/libexec/inferencex/ix-stepd", s, 3, 4242, 4, false);
+  EXPECT_EQ(std::find(b.begin(), b.end(), "--stop-with-client"), b.end());
   EXPECT_NE(std::find(b.begin(), b.end(), "/run/inferencex/agent.sock"), b.end());
   EXPECT_NE(std::find(b.begin(), b.end(), "7.0"), b.end());
 }

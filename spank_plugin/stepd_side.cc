@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -14,10 +13,11 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
+#include <set>
 #include <thread>
 
+#include "core/event_sink.h"
 #include "core/file_text.h"
 #include "core/launch_plan.h"
 #include "core/placement.h"
@@ -25,14 +25,19 @@
 #include "core/ports.h"
 #include "core/recipe.h"
 #include "core/topology.h"
+#include "spank_plugin/step_backstop.h"
 #include "spank_plugin/step_setup.h"
+#include "spank_plugin/stepd_launch.h"
 
 namespace ix {
 namespace {
 
 // The step as planned in init_post_opt; tasks are forked from this
-// slurmstepd afterwards and inherit it.
+// slurmstepd afterwards and inherit it, with the descriptors opened on the
+// host (ix-stepd, the run directory) and slurmstepd's mount namespace.
 std::optional<StepSetup> g_setup;
+StepdHandles g_handles;
+struct stat g_host_mntns{};
 uid_t g_uid = 0;
 // Why the step was refused in init_post_opt. Reported from task_init, whose
 // stderr is the step's (srun's): init_post_opt's messages reach only
@@ -101,10 +106,16 @@ void ReleasePorts(const PluginArgs& args, const std::string& step) {
   }
 }
 
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
+// A file in the step's run directory, through its descriptor.
+void WriteRunFile(const std::string& name, const std::string& text) {
+  if (!g_setup || g_handles.run_dir_fd < 0) return;
+  if (Status s = WriteFileAtomicAt(g_handles.run_dir_fd, g_setup->run_dir, name, text); !s) {
+    slurm_error("inferencex: %s", s.error().message.c_str());
+  }
 }
+
+// The mount namespace this process is in now.
+bool MountNamespace(struct stat& st) { return ::fstatat(ProcDirFd(), "self/ns/mnt", &st, 0) == 0; }
 
 Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup& s) {
   // The recipe file is parsed once per step (it is most of the planning time).
@@ -192,12 +203,18 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   std::error_code ec;
   std::filesystem::remove_all(s.run_dir, ec);
   if (Status d = MakeDir(s.run_dir, 0755, 0, 0); !d) return d.error();
-  s.result_dir = JobEnv(sp, "IX_RESULT_DIR").value_or(s.run_dir + "/results");
-  WriteText(s.run_dir + "/plan.json", PlanToJson(s.plan, true) + "\n");
-  WriteText(s.run_dir + "/placement.json", placement_json + "\n");
-  if (::chown(s.run_dir.c_str(), uid, gid) != 0) {
-    return Error{"cannot chown " + s.run_dir + ": " + std::strerror(errno)};
+  s.result_dir = JobEnv(sp, "IX_RESULT_DIR").value_or("");
+  // Opened here, on the host: the task may run in a container where
+  // neither exists by path. Everything after goes through the descriptor.
+  Result<StepdHandles> h = OpenStepdHandles(args.stepd, s.run_dir);
+  if (!h) return h.error();
+  g_handles = h.value();
+  const int dir = g_handles.run_dir_fd;
+  for (const auto& [name, text] : {std::pair{"plan.json", PlanToJson(s.plan, true)}, {"placement.json", placement_json}}) {
+    if (Status w = WriteFileAtomicAt(dir, s.run_dir, name, text + "\n"); !w) return w.error();
   }
+  if (::fchown(dir, uid, gid) != 0) return Error{"cannot chown " + s.run_dir + ": " + std::strerror(errno)};
+  if (!MountNamespace(g_host_mntns)) return Error{std::string("cannot read /proc/self/ns/mnt: ") + std::strerror(errno)};
   return Ok{};
 }
 
@@ -209,6 +226,7 @@ int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
   Status st = Plan(sp, args, o, s);
   if (!st) {
     ReleasePorts(args, s.step_id);
+    CloseStepdHandles(g_handles);
     g_refusal = "step " + s.step_id + " refused before anything started: " + st.error().message;
     slurm_error("inferencex: %s", g_refusal->c_str());
     return 0;  // the tasks fail in task_init, where the reason reaches srun
@@ -239,85 +257,92 @@ int StepdTaskInitPrivileged(spank_t /*sp*/, const PluginArgs& args) {
   return 0;
 }
 
+namespace {
+
+// When the job asked for a Pyxis container: from sbatch, Slurm carries the
+// option in the job's environment; from srun alone it does not, so Slurm is
+// also asked for the option by name (answered only where Slurm looks
+// options up across plugins).
+bool PyxisRequested(spank_t sp) {
+  if (JobEnv(sp, "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image")) return true;
+  struct spank_option image{const_cast<char*>("container-image"), const_cast<char*>("IMAGE"),
+                            const_cast<char*>(""), 1, 0, nullptr};
+  char* value = nullptr;
+  return spank_option_getopt(sp, &image, &value) == ESPANK_SUCCESS;
+}
+
+// A Pyxis container was asked for, yet this task is still in slurmstepd's
+// mount namespace: Pyxis has not joined it, so it comes after this plugin
+// in plugstack.conf, and the servers would run on the host.
+std::optional<std::string> WrongPlugstackOrder(spank_t sp) {
+  struct stat now{};
+  if (!PyxisRequested(sp) || !MountNamespace(now)) return std::nullopt;
+  if (now.st_ino != g_host_mntns.st_ino || now.st_dev != g_host_mntns.st_dev) return std::nullopt;
+  return std::string("a Pyxis container was requested (--container-image) but this task is not in it: "
+                     "spank_inferencex.so is listed before pyxis in plugstack.conf; list it after pyxis "
+                     "(the servers must run inside the container)");
+}
+
+// Task 0: starts ix-stepd and waits for its word. Returns 0 when ready.
+int StartSupervisor(spank_t sp, const StepSetup& s) {
+  int local_tasks = 1;
+  spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
+  // With one local task, that task is the client: ix-stepd stops the
+  // servers the moment it exits, before any task_exit hook runs.
+  const std::vector<std::string> argv =
+      StepdArgv("ix-stepd", s, kStepdReadyFd, ::getpid(), kStepdRunDirFd, local_tasks == 1);
+  // ix-stepd runs in the job's environment as it is now (under Pyxis: the
+  // image's, PATH included), which the task gets only at its exec.
+  char** job_env = nullptr;
+  if (spank_get_item(sp, S_JOB_ENV, &job_env) != ESPANK_SUCCESS || !job_env) return -1;
+  Result<LaunchedStepd> l = LaunchStepd(g_handles, argv, job_env);
+  if (!l) {
+    WriteRunFile("state", "failed\n");
+    slurm_error("inferencex: step %s: %s", s.step_id.c_str(), l.error().message.c_str());
+    return -1;
+  }
+  WriteRunFile("stepd.pid", std::to_string(l.value().pid) + "\n");
+  const std::string answer = ReadReadyAnswer(l.value().ready_fd);
+  if (answer.rfind("ready", 0) == 0) return 0;
+  // The other local tasks wait for this state: tell them now, also when
+  // ix-stepd could not even start and so never wrote it.
+  WriteRunFile("state", "failed\n");
+  slurm_error("inferencex: step %s: server %s (logs: %s, and stepd.log in %s)", s.step_id.c_str(),
+              answer.empty() ? "supervisor exited before it was ready" : answer.c_str(),
+              s.result_dir.empty() ? (s.run_dir + "/results").c_str() : s.result_dir.c_str(), s.run_dir.c_str());
+  return -1;
+}
+
+}  // namespace
+
 int StepdTaskInit(spank_t sp) {
+  int task = -1;
+  spank_get_item(sp, S_TASK_ID, &task);
   if (g_refusal) {
-    int task = -1;
-    spank_get_item(sp, S_TASK_ID, &task);
     if (task == 0) slurm_error("inferencex: %s", g_refusal->c_str());
     return -1;
   }
   if (!g_setup) return 0;
   const StepSetup& s = *g_setup;
-  int task = -1;
-  spank_get_item(sp, S_TASK_ID, &task);
+  if (std::optional<std::string> wrong = WrongPlugstackOrder(sp)) {
+    if (task == 0) slurm_error("inferencex: step %s: %s", s.step_id.c_str(), wrong->c_str());
+    WriteRunFile("state", "failed\n");
+    return -1;
+  }
   if (task == 0) {
     // Said once, on the step's stderr (srun's), besides slurmd's log.
     for (const auto& n : s.placement_notes) {
       slurm_error("inferencex: step %s: placement not met (--inferencex-placement=warn): %s",
                   s.step_id.c_str(), n.c_str());
     }
-    ::mkdir(s.result_dir.c_str(), 0755);
-    int pipefd[2];
-    if (::pipe2(pipefd, O_CLOEXEC) != 0) return -1;
-    const std::vector<std::string> argv = StepdArgv(IX_STEPD_PATH, s, 3, ::getpid());
-    std::vector<char*> cargv;
-    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    // ix-stepd runs in the job's environment (PATH, HOME, CUDA_VISIBLE_DEVICES
-    // ...), which the task gets only at its exec: slurmstepd's is not it.
-    char** job_env = nullptr;
-    if (spank_get_item(sp, S_JOB_ENV, &job_env) != ESPANK_SUCCESS || !job_env) return -1;
-    const std::string log = s.run_dir + "/stepd.log";
-    // posix_spawn (a vfork), not fork: this task is a copy of slurmstepd,
-    // whose page tables fork would copy for nothing. The child never keeps
-    // the task's stdio: srun would wait for it.
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 3);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 4);
-    pid_t pid = 0;
-    const int spawn_err = ::posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), job_env);
-    posix_spawn_file_actions_destroy(&fa);
-    if (spawn_err != 0) {
-      ::close(pipefd[0]);
-      ::close(pipefd[1]);
-      WriteText(s.run_dir + "/state", "failed\n");
-      slurm_error("inferencex: step %s: cannot start %s: %s", s.step_id.c_str(), cargv[0], std::strerror(spawn_err));
-      return -1;
-    }
-    ::close(pipefd[1]);
-    WriteText(s.run_dir + "/stepd.pid", std::to_string(pid) + "\n");
-    std::string answer;
-    char buf[512];
-    for (;;) {
-      const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      answer.append(buf, static_cast<size_t>(n));
-    }
-    ::close(pipefd[0]);
-    if (answer.rfind("ready", 0) != 0) {
-      if (!answer.empty() && answer.back() == '\n') answer.pop_back();
-      // The other local tasks wait for this state: tell them now, also when
-      // ix-stepd could not even start and so never wrote it.
-      WriteText(s.run_dir + "/state", "failed\n");
-      slurm_error("inferencex: step %s: server %s (logs: %s)", s.step_id.c_str(),
-                  answer.empty() ? "supervisor exited before it was ready" : answer.c_str(),
-                  s.result_dir.c_str());
-      return -1;
-    }
+    if (StartSupervisor(sp, s) != 0) return -1;
   } else {
-    // Other local tasks wait for task 0's supervisor to report.
+    // The other local tasks wait for task 0's supervisor to report, and
+    // give up as soon as it fails or dies.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(s.ready_timeout_s + 60);
-    for (;;) {
-      int err = 0;
-      const std::string state = ReadFileText(s.run_dir + "/state", &err);
-      if (state.rfind("ready", 0) == 0) break;
-      if (state.rfind("failed", 0) == 0 || std::chrono::steady_clock::now() > deadline) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (Status w = WaitForStepd(g_handles.run_dir_fd, deadline); !w) {
+      slurm_error("inferencex: step %s: task %d: %s", s.step_id.c_str(), task, w.error().message.c_str());
+      return -1;
     }
   }
   for (const auto& [k, v] : TaskEnvironment(s)) spank_setenv(sp, k.c_str(), v.c_str(), 1);
@@ -326,12 +351,13 @@ int StepdTaskInit(spank_t sp) {
 
 namespace {
 
-// ix-stepd as this slurmstepd knows it: a pidfd taken on the pid it wrote,
-// kept only if that process is the job user's (the pid file is the user's).
-// The pidfd is taken first, so the pid checked is the pid signalled: it
-// cannot be recycled in between. Without pidfds (Linux < 5.3) the pid alone.
+// ix-stepd as this slurmstepd knows it: a pidfd taken on the pid task 0
+// wrote, kept only if that process is the job user's (the pid file is the
+// user's, read through the run directory's descriptor without following a
+// link or blocking on a FIFO). The pidfd is taken first, so the pid checked
+// is the pid signalled: it cannot be recycled in between.
 struct Supervisor {
-  pid_t pid = 0;
+  ProcessId id;
   int pidfd = -1;
   bool stopping = false;  // SIGTERM sent
 };
@@ -339,37 +365,82 @@ std::optional<Supervisor> g_supervisor;
 int g_tasks_exited = 0;
 
 Supervisor* FindSupervisor() {
-  if (g_supervisor) return g_supervisor->pid > 1 ? &*g_supervisor : nullptr;
+  if (g_supervisor) return g_supervisor->id.pid > 1 ? &*g_supervisor : nullptr;
   g_supervisor.emplace();
   int err = 0;
-  const std::string pid_text = ReadFileText(g_setup->run_dir + "/stepd.pid", &err);
+  const std::string pid_text = ReadFileTextAt(g_handles.run_dir_fd, "stepd.pid", &err, 64);
   const pid_t pid = err ? 0 : static_cast<pid_t>(std::atoi(pid_text.c_str()));
   if (pid <= 1) return nullptr;
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   struct stat st{};
-  if (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0 || st.st_uid != g_uid) {
+  Result<ProcessInfo> info = ReadProcessInfo(pid);
+  if (pidfd < 0 || !info || ::fstatat(ProcDirFd(), std::to_string(pid).c_str(), &st, 0) != 0 || st.st_uid != g_uid) {
     if (pidfd >= 0) ::close(pidfd);
     return nullptr;
   }
-  g_supervisor->pid = pid;
+  g_supervisor->id = info.value().id();
   g_supervisor->pidfd = pidfd;
   return &*g_supervisor;
-}
-
-void Signal(const Supervisor& s, int sig) {
-  if (s.pidfd >= 0) {
-    ::syscall(SYS_pidfd_send_signal, s.pidfd, sig, nullptr, 0);
-  } else {
-    ::kill(s.pid, sig);
-  }
 }
 
 // ix-stepd stops what it started on SIGTERM.
 void StartStop() {
   Supervisor* s = FindSupervisor();
   if (!s || s->stopping) return;
-  Signal(*s, SIGTERM);
+  ::syscall(SYS_pidfd_send_signal, s->pidfd, SIGTERM, nullptr, 0);
   s->stopping = true;
+}
+
+// ix-stepd and its descendants now (host /proc), to check at the end.
+std::vector<ProcessId> Remember(const Supervisor* sup) {
+  std::vector<ProcessId> ids;
+  if (!sup) return ids;
+  ids.push_back(sup->id);
+  if (Result<std::vector<ProcessInfo>> d = ListDescendants(sup->id.pid)) {
+    for (const ProcessInfo& p : d.value()) ids.push_back(p.id());
+  }
+  return ids;
+}
+
+// Waits for ix-stepd's own stop (its grace, plus a margin), then kills it.
+void AwaitSupervisor(Supervisor& sup, std::vector<ProcessId>& remembered) {
+  struct pollfd pfd{sup.pidfd, POLLIN, 0};
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (::poll(&pfd, 1, 100) <= 0 && std::chrono::steady_clock::now() < end) {
+  }
+  if (::poll(&pfd, 1, 0) <= 0) {
+    for (const ProcessId& id : Remember(&sup)) {
+      if (std::find(remembered.begin(), remembered.end(), id) == remembered.end()) remembered.push_back(id);
+    }
+    ::syscall(SYS_pidfd_send_signal, sup.pidfd, SIGKILL, nullptr, 0);
+    ::poll(&pfd, 1, 5000);
+  }
+  ::close(sup.pidfd);
+}
+
+// The backstop: what outlived ix-stepd's stop is killed from here (the
+// host's /proc) before the leases go, and said in slurmd's log, the step's
+// state and an event.
+void Backstop(const StepSetup& s, const std::string& agent_socket, const std::vector<ProcessId>& remembered) {
+  std::set<int> ports;
+  for (const auto& [name, port] : s.plan.ports) ports.insert(port);
+  Result<std::vector<ProcessInfo>> left = FindLeftovers(remembered, ports, g_uid);
+  if (!left) {
+    slurm_error("inferencex: step %s: backstop: %s", s.step_id.c_str(), left.error().message.c_str());
+    return;
+  }
+  if (left.value().empty()) return;
+  std::vector<ProcessId> ids;
+  for (const ProcessInfo& p : left.value()) ids.push_back(p.id());
+  StopOptions so;
+  so.grace = std::chrono::milliseconds(200);  // they had their SIGTERM from ix-stepd
+  const StopReport r = StopTree({}, ids, so);
+  const std::string what = "backstop: " + std::to_string(left.value().size()) +
+                           " process(es) outlived ix-stepd's stop and were killed from slurmstepd: " + r.Summary();
+  slurm_error("inferencex: step %s: %s", s.step_id.c_str(), what.c_str());
+  WriteRunFile("state", "backstop\n");
+  WriteRunFile("backstop.txt", what + "\n");
+  EventSink(agent_socket).Send("backstop", s.step_id, {}, {{"detail", what}});
 }
 
 }  // namespace
@@ -377,8 +448,8 @@ void StartStop() {
 int StepdTaskExit(spank_t sp) {
   if (!g_setup) return 0;
   // The servers outlive no client: once the last local task has exited,
-  // ix-stepd starts stopping them while Slurm ends the step, and `exit`
-  // only waits for what is left.
+  // ix-stepd starts stopping them (if the client's exit has not started it
+  // already) while Slurm ends the step, and `exit` waits for what is left.
   int local_tasks = 1;
   spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
   if (++g_tasks_exited >= local_tasks) StartStop();
@@ -388,26 +459,23 @@ int StepdTaskExit(spank_t sp) {
 int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
   if (!g_setup) return 0;
   const StepSetup& s = *g_setup;
+  Supervisor* sup = FindSupervisor();
+  std::vector<ProcessId> remembered = Remember(sup);
   StartStop();
-  if (Supervisor* sup = FindSupervisor()) {
-    const pid_t pid = sup->pid;
-    // A zombie counts as gone.
-    auto gone = [pid] {
-      Result<ProcessInfo> p = ReadProcessInfo(pid);
-      return !p || p.value().exited();
-    };
-    if (sup->pidfd >= 0) {
-      struct pollfd pfd{sup->pidfd, POLLIN, 0};
-      while (::poll(&pfd, 1, 5000) < 0 && errno == EINTR) {
-      }
-    } else {
-      for (int i = 0; i < 500 && !gone(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (!gone()) Signal(*sup, SIGKILL);
-    if (sup->pidfd >= 0) ::close(sup->pidfd);
-  }
+  if (sup) AwaitSupervisor(*sup, remembered);
   g_supervisor.reset();
-  ReleasePorts(args, s.step_id);
+  Backstop(s, args.agent_socket, remembered);
+  std::vector<PortLease> kept;
+  if (Result<PortBroker> broker = OpenBroker(args); !broker) {
+    slurm_error("inferencex: %s: cannot release ports: %s", s.step_id.c_str(), broker.error().message.c_str());
+  } else if (Result<int> n = broker.value().Release(s.step_id, &kept); !n) {
+    slurm_error("inferencex: %s: cannot release ports: %s", s.step_id.c_str(), n.error().message.c_str());
+  }
+  for (const PortLease& l : kept) {
+    slurm_error("inferencex: step %s: port %d (%s) is still bound after the step; its lease is kept until it is free",
+                s.step_id.c_str(), l.first, l.name.c_str());
+  }
+  CloseStepdHandles(g_handles);
   g_setup.reset();
   return 0;
 }
