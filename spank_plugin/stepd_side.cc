@@ -436,7 +436,7 @@ void Backstop(const StepSetup& s, const std::string& agent_socket, const std::ve
   so.grace = std::chrono::milliseconds(200);  // they had their SIGTERM from ix-stepd
   const StopReport r = StopTree({}, ids, so);
   const std::string what = "backstop: " + std::to_string(left.value().size()) +
-                           " process(es) outlived ix-stepd's stop and were killed from slurmstepd: " + r.Summary();
+                           " process(es) left after ix-stepd's stop, killed from slurmstepd: " + r.Summary();
   slurm_error("inferencex: step %s: %s", s.step_id.c_str(), what.c_str());
   WriteRunFile("state", "backstop\n");
   WriteRunFile("backstop.txt", what + "\n");
