@@ -74,13 +74,14 @@ if [[ -n $(find "$IMG" -name 'ix-stepd*' -o -name 'libyaml*') ]]; then
 fi
 
 # probe.sh runs in the step (the client's first command): the mount namespace
-# of the client and of every process whose environment has this case's
-# IX_RESULT_DIR (ix-stepd, engine, EngineCores, router inherit it), from the
+# of the client and of every ix-stepd, engine, EngineCore and router process
+# whose environment has this case's IX_RESULT_DIR (they inherit it), from the
 # container's /proc (the host's, rbound). Bash builtins and readlink only.
 cat >"$tmp/probe.sh" <<'EOF'
 readlink /proc/self/ns/mnt >"$IX_RESULT_DIR/client.ns"
 for p in /proc/[0-9]*; do
   { read -r comm <"$p/comm"; } 2>/dev/null || continue
+  case $comm in vllm | vllm-router | ix-stepd | EngineCore_DP*) ;; *) continue ;; esac
   while IFS= read -r -d '' kv; do
     if [[ $kv == "IX_RESULT_DIR=$IX_RESULT_DIR" ]]; then
       ns=$(readlink "$p/ns/mnt" 2>/dev/null) && echo "$comm ${p#/proc/} $ns"
@@ -232,11 +233,12 @@ PY
 done
 
 # ---------------------------------------------------------------- 2. EngineCore crash mid-run
-run_step crash dep4 64 'sleep 60' FAKE_VLLM_CRASH_ENGINE_AFTER_S=0.3
+# (1 s after ready: the probe has seen the EngineCores by then)
+run_step crash dep4 64 'sleep 60' FAKE_VLLM_CRASH_ENGINE_AFTER_S=1
 if [[ ! -f $tmp/crash/procs.txt ]]; then
   fail "crash: the step never got to its client (srun exit $RC after $MS ms): $(err_of crash)"
-elif [[ $RC -eq 0 || $MS -ge 5000 ]]; then
-  fail "crash: srun exit $RC after $MS ms (want non-zero within 5000 ms): $(err_of crash)"
+elif [[ $RC -eq 0 || $MS -ge 6000 ]]; then
+  fail "crash: srun exit $RC after $MS ms (want non-zero within 6000 ms): $(err_of crash)"
 else
   ok "crash: srun exit $RC after $MS ms"
 fi
