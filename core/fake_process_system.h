@@ -110,4 +110,13 @@ class FakeSystem final : public ProcessSystem {
   }
 };
 
+
+// The pids of `v`, sorted: for comparing what a stop signalled.
+inline std::vector<pid_t> SortedPids(const std::vector<ProcessInfo>& v) {
+  std::vector<pid_t> out;
+  for (const ProcessInfo& p : v) out.push_back(p.pid);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace ix

@@ -11,26 +11,22 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/test.h"
+
 namespace ix {
 namespace {
 
+// A temporary directory and a descriptor on it.
 class Dir {
  public:
-  Dir() {
-    char tmpl[] = "/tmp/ix-file-text-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  }
-  ~Dir() {
-    ::close(fd_);
-    std::filesystem::remove_all(path_);
-  }
-  const std::string& path() const { return path_; }
+  Dir() : fd_(::open(dir_.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
+  ~Dir() { ::close(fd_); }
+  const std::string& path() const { return dir_.path(); }
   int fd() const { return fd_; }
 
  private:
-  std::string path_;
-  int fd_ = -1;
+  test::TempDir dir_{"ix-file-text-test"};
+  int fd_;
 };
 
 TEST(ReadFileTextAt, ReadsARegularFile) {

@@ -28,13 +28,6 @@ StopOptions Quick() {
   return o;
 }
 
-std::vector<pid_t> PidsOf(const std::vector<ProcessInfo>& v) {
-  std::vector<pid_t> out;
-  for (const ProcessInfo& p : v) out.push_back(p.pid);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 TEST(StopTreeLogic, WithoutProcItSignalsHeldPidfdsAndRootGroups) {
   FakeSystem sys;
   sys.Add(200, 100, 200, "vllm", 20);
@@ -57,7 +50,7 @@ TEST(StopTreeLogic, WithoutProcItSignalsHeldPidfdsAndRootGroups) {
   EXPECT_EQ(sys.procs[300].info.state, 'S');
   EXPECT_FALSE(sys.Signalled(300, SIGTERM));
   // 201 died of its group's KILL, which names no process; 202 by pidfd.
-  EXPECT_EQ(PidsOf(r.killed), (std::vector<pid_t>{202})) << r.Summary();
+  EXPECT_EQ(SortedPids(r.killed), (std::vector<pid_t>{202})) << r.Summary();
 }
 
 TEST(StopTreeLogic, ProcLostDuringTheStopFinishesBlind) {

@@ -626,13 +626,6 @@ TEST(StopTree, AnExitedUnreapedChildIsJustReaped) {
 
 // ---- stopping: the logic, with a fake OS ---------------------------------------
 
-std::vector<pid_t> Pids(const std::vector<ProcessInfo>& v) {
-  std::vector<pid_t> out;
-  for (const ProcessInfo& p : v) out.push_back(p.pid);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 TEST(StopTreeLogic, TermThenKillWhatIgnoresIt) {
   FakeSystem sys;
   sys.Add(1, 0, 1, "init", 1);
@@ -643,8 +636,8 @@ TEST(StopTreeLogic, TermThenKillWhatIgnoresIt) {
   sys.Add(300, 1, 300, "bystander", 30);
   const StopReport r = StopTree({{200, 20}}, {}, Short(), sys);
   EXPECT_TRUE(r.clean()) << r.Summary();
-  EXPECT_EQ(Pids(r.terminated), (std::vector<pid_t>{200, 201, 202}));
-  EXPECT_EQ(Pids(r.killed), (std::vector<pid_t>{201, 202}));
+  EXPECT_EQ(SortedPids(r.terminated), (std::vector<pid_t>{200, 201, 202}));
+  EXPECT_EQ(SortedPids(r.killed), (std::vector<pid_t>{201, 202}));
   EXPECT_FALSE(sys.Signalled(300, SIGTERM));
   EXPECT_FALSE(sys.Signalled(100, SIGTERM));
   EXPECT_EQ(sys.procs[300].info.state, 'S');
@@ -678,7 +671,7 @@ TEST(StopTreeLogic, ARecycledPidIsNeverSignalled) {
   sys.Add(201, 1, 201, "someone-else", 99);
   const StopReport r = StopTree({{200, 20}}, {{201, 21}}, Short(), sys);
   EXPECT_TRUE(r.clean()) << r.Summary();
-  EXPECT_EQ(Pids(r.terminated), std::vector<pid_t>{200});
+  EXPECT_EQ(SortedPids(r.terminated), std::vector<pid_t>{200});
   EXPECT_FALSE(sys.Signalled(201, SIGTERM));
   EXPECT_EQ(sys.procs[201].info.state, 'S');
 }
@@ -701,7 +694,7 @@ TEST(StopTreeLogic, GroupMembersOutsideTheParentChainAreStopped) {
   sys.Add(210, 1, 200, "orphan-in-group", 30);  // parent died; still in our group
   const StopReport r = StopTree({{200, 20}}, {}, Short(), sys);
   EXPECT_TRUE(r.clean()) << r.Summary();
-  EXPECT_EQ(Pids(r.terminated), (std::vector<pid_t>{200, 210}));
+  EXPECT_EQ(SortedPids(r.terminated), (std::vector<pid_t>{200, 210}));
 }
 
 TEST(StopTreeLogic, ZombiesCountAsGoneAndProcessesBornDuringTheGraceAreStopped) {
@@ -719,8 +712,8 @@ TEST(StopTreeLogic, ZombiesCountAsGoneAndProcessesBornDuringTheGraceAreStopped) 
   sys.procs[200].spawn_on_term = {late};
   const StopReport r = StopTree({{200, 20}}, {{201, 21}}, Short(), sys);
   EXPECT_TRUE(r.clean()) << r.Summary();
-  EXPECT_EQ(Pids(r.terminated), (std::vector<pid_t>{200, 220}));
-  EXPECT_EQ(Pids(r.killed), std::vector<pid_t>{200});
+  EXPECT_EQ(SortedPids(r.terminated), (std::vector<pid_t>{200, 220}));
+  EXPECT_EQ(SortedPids(r.killed), std::vector<pid_t>{200});
   EXPECT_FALSE(sys.Signalled(201, SIGTERM));
 }
 
@@ -748,7 +741,7 @@ TEST(StopTreeLogic, WhatSurvivesKillIsReportedAsLeft) {
   o.kill_wait = 1000ms;
   const StopReport r = StopTree({{200, 20}}, {}, o, stuck);
   EXPECT_FALSE(r.clean());
-  EXPECT_EQ(Pids(r.left), std::vector<pid_t>{200});
+  EXPECT_EQ(SortedPids(r.left), std::vector<pid_t>{200});
   EXPECT_GE(r.elapsed, 1300ms);
   EXPECT_NE(r.Summary().find("STILL THERE: vllm (200)"), std::string::npos) << r.Summary();
 }

@@ -13,24 +13,14 @@
 #include <sstream>
 
 #include "core/file_text.h"
+#include "tests/test.h"
 
 namespace ix {
 namespace {
 
 using namespace std::chrono_literals;
 
-class RunDir {
- public:
-  RunDir() {
-    char tmpl[] = "/tmp/ix-stepd-launch-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~RunDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using RunDir = test::TempDir;
 
 TEST(StepdLaunch, OpenRefusesWhatCannotBeExecuted) {
   RunDir d;

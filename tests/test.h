@@ -1,0 +1,31 @@
+// Helpers shared by the unit tests, instead of a copy in each test file.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+namespace ix::test {
+
+// A fresh directory under /tmp, removed with everything in it at the end
+// of the scope. `name` goes into the directory's name, to tell tests apart.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name = "ix-test") {
+    std::string tmpl = "/tmp/" + name + ".XXXXXX";
+    path_ = ::mkdtemp(tmpl.data()) ? tmpl : std::string();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace ix::test
