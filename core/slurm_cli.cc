@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -256,7 +257,7 @@ std::string CommandOutput::Describe() const {
 }
 
 Result<CommandOutput> RunCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                                 std::chrono::milliseconds timeout) {
+                                 std::chrono::milliseconds timeout, bool echo) {
   if (argv.empty() || argv[0].empty()) return Error{"no program given (argv is empty)"};
   for (const std::string& a : argv) {
     if (a.find('\0') != std::string::npos) return Error{Quote(argv[0]) + ": an argument holds a NUL byte"};
@@ -362,7 +363,15 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv, const std
     for (nfds_t i = 0; i < n; ++i) {
       if (pfds[i].revents == 0) continue;
       Fd& fd = pfds[i].fd == out_r.fd ? out_r : err_r;
-      if (!Drain(fd.fd, &fd == &out_r ? result.out : result.err)) fd.Close();
+      std::string& into = &fd == &out_r ? result.out : result.err;
+      const size_t before = into.size();
+      const bool open = Drain(fd.fd, into);
+      if (echo && into.size() > before) {
+        std::FILE* to = &fd == &out_r ? stdout : stderr;
+        std::fwrite(into.data() + before, 1, into.size() - before, to);
+        std::fflush(to);
+      }
+      if (!open) fd.Close();
     }
   }
 
@@ -401,6 +410,17 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv, const std
     result.exit_code = WEXITSTATUS(status);
   }
   return result;
+}
+
+int64_t MaxArraySize(const std::vector<std::string>& env) {
+  Result<CommandOutput> r = RunCommand({"scontrol", "show", "config"}, env, std::chrono::seconds(10));
+  if (!r || !r.value().ok()) return 1001;
+  const std::string& out = r.value().out;
+  const size_t at = out.find("\nMaxArraySize");
+  if (at == std::string::npos) return 1001;
+  const size_t eq = out.find('=', at);
+  const int64_t v = eq == std::string::npos ? 0 : std::strtoll(out.c_str() + eq + 1, nullptr, 10);
+  return v > 0 ? v : 1001;
 }
 
 // ---- states ------------------------------------------------------------------------------

@@ -41,9 +41,16 @@ struct CommandOutput {
 // it is in the output. Errors: an empty argv, a program that cannot be
 // started ("cannot execute 'x': No such file or directory (PATH=...)"), and
 // one still running after `timeout` (its process group is killed; the
-// message holds the end of its stderr).
+// message holds the end of its stderr). `echo`: also copy what it prints,
+// as it arrives, to this process's stdout and stderr (a long program, such
+// as an image import, shows its progress and is still captured).
 Result<CommandOutput> RunCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(60), bool echo = false);
+
+// Slurm's MaxArraySize (`scontrol show config`; array indices stay below
+// it), or 1001, Slurm's default, when it cannot be read (a dry run without
+// a cluster).
+int64_t MaxArraySize(const std::vector<std::string>& env);
 
 // ---- job states ------------------------------------------------------------------
 

@@ -35,12 +35,14 @@ PATH=$repo/build/tests/fakes/bin:$PATH IX_RESULT_DIR=$out/dep4-step FAKE_VLLM_RE
   srun --gres=gpu:4 --inferencex-arm=dep4 --inferencex-recipe="$RECIPE" --inferencex-conc=64 \
   bash -c 'cp "$IX_RUN_DIR/plan.json" "$IX_RUN_DIR/placement.json" "$IX_RESULT_DIR/"; ix-fake-client --sessions 16 --turns 3 --out "$IX_RESULT_DIR/result.json"'
 python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["summary"], indent=1))' "$out/dep4-step/result.json"
+# --no-container: the local cluster has no Pyxis, so the steps run on the host
+# instead of in the config row's image.
 echo "== ixsubmit sweep full-sweep-fail-fast over recipes/examples/dsv41flash-b300.yaml (TP4 1-128, TEP4/DEP4 32-128)"
 rm -rf "$out/sweep" "$out/ix.db"*
 PATH=$repo/build/tests/fakes/bin:$PATH FAKE_VLLM_RECORD_DIR=$out/sweep-records \
   build/submitter/ixsubmit sweep full-sweep-fail-fast --config-files recipes/examples/dsv41flash-b300.yaml \
   --config-keys dsv41flash-fp4-b300-vllm-agentic-dspark --sweep-dir "$out/sweep" --db "$out/ix.db" \
-  -- ix-fake-client --sessions 8 --turns 3
+  --no-container -- ix-fake-client --sessions 8 --turns 3
 build/submitter/ixsubmit status --db "$out/ix.db" "$(build/submitter/ixsubmit status --db "$out/ix.db" | awk 'NR==2 {print $1}')" |
   tee "$out/sweep-status.txt"
 echo "== dep4 launch plan at concurrency 64"

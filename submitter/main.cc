@@ -3,8 +3,10 @@
 #include <string>
 #include <vector>
 
+#include "submitter/images_command.h"
 #include "submitter/matrix_command.h"
 #include "submitter/plan_command.h"
+#include "submitter/status_command.h"
 #include "submitter/sweep_command.h"
 #include "submitter/sweep_task.h"
 
@@ -21,6 +23,7 @@ const char kUsage[] =
     "  sweep    submit a sweep: canary, one throttled sbatch array per bucket, fail-fast, watch\n"
     "  status   the sweeps in the database, or the entries of one\n"
     "  task     run one entry of a sweep inside its Slurm job (used by the sweep's scripts)\n"
+    "  images   the container images of config rows and their squash files: list, import\n"
     "\n"
     "Run 'ixsubmit COMMAND --help' for the options of a command.\n";
 
@@ -46,7 +49,8 @@ int main(int argc, char** argv) {
   if (command == "sweep") return ix::RunSweepCommand(rest);
   if (command == "status") return ix::RunStatusCommand(rest);
   if (command == "task") return ix::RunTaskCommand(rest);
-  std::cerr << "ixsubmit: unknown command '" << command << "'; commands: plan, matrix, sweep, status, task\n"
+  if (command == "images") return ix::RunImagesCommand(rest);
+  std::cerr << "ixsubmit: unknown command '" << command << "'; commands: plan, matrix, sweep, status, task, images\n"
             << "Try 'ixsubmit --help'.\n";
   return 2;
 }

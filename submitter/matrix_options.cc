@@ -22,6 +22,14 @@ int64_t ParsePositive(const std::string& option, const std::string& text) {
   return v;
 }
 
+std::string TakeValue(const std::vector<std::string>& args, size_t& i) {
+  const std::string& a = args[i];
+  const size_t eq = a.find('=');
+  if (eq != std::string::npos) return a.substr(eq + 1);
+  if (i + 1 >= args.size()) throw Misuse{"argument " + a + ": expected one argument"};
+  return args[++i];
+}
+
 namespace {
 
 void CheckChoice(const std::string& option, const std::string& v, std::initializer_list<const char*> choices) {

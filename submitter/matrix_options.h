@@ -41,6 +41,9 @@ class Parsed {
 
 int64_t ParseInt(const std::string& option, const std::string& text);       // throws Misuse
 int64_t ParsePositive(const std::string& option, const std::string& text);  // throws Misuse
+// The value of option args[i]: after its '=' ("--time=1:00"), else the next
+// argument (i moves past it); throws Misuse when there is none.
+std::string TakeValue(const std::vector<std::string>& args, size_t& i);
 
 // full: full-sweep's filters, else test-config's --config-keys / --conc;
 // bucket_flags: --buckets, --trim-conc, --canary (ixsubmit matrix only).

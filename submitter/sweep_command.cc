@@ -1,6 +1,5 @@
 #include "submitter/sweep_command.h"
 
-#include <rapidjson/document.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,8 +17,11 @@
 #include "core/slurm_cli.h"
 #include "core/sweep_store.h"
 #include "submitter/matrix_options.h"
+#include "submitter/sweep_container.h"
 #include "submitter/sweep_files.h"
 #include "submitter/sweep_plan.h"
+#include "submitter/sweep_selection.h"
+#include "submitter/sweep_task.h"
 
 namespace ix {
 namespace po = boost::program_options;
@@ -48,25 +50,6 @@ std::string SelfPath() {
   std::error_code ec;
   const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string("ixsubmit") : p.string();
-}
-
-Result<SweepStore> OpenStore(const std::optional<std::string>& db) {
-  std::string path;
-  if (db) {
-    path = *db;
-  } else {
-    Result<std::string> d = DefaultDbPath(CurrentEnvironment());
-    if (!d) return d.error();
-    path = d.value();
-  }
-  std::error_code ec;
-  const auto parent = std::filesystem::path(path).parent_path();
-  // A directory made here is private (0700); an existing one is left as it is.
-  if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
-    std::filesystem::create_directories(parent, ec);
-    std::filesystem::permissions(parent, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
-  }
-  return SweepStore::Open(path);
 }
 
 // Submits every job not yet submitted, in order. A job left "submitting"
@@ -118,30 +101,6 @@ Status SubmitPending(SweepStore& store, const std::string& id, const SweepManife
   return Ok{};
 }
 
-// status.json of an entry, when its task wrote one.
-struct TaskStatus {
-  std::string state;
-  double started = 0, ended = 0;
-  int64_t exit_code = 0;
-  std::string reason, process;
-};
-std::optional<TaskStatus> ReadStatus(const std::string& dir) {
-  int err = 0;
-  const std::string text = ReadFileText(dir + "/status.json", &err);
-  if (err) return std::nullopt;
-  rapidjson::Document d;
-  d.Parse(text.c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("state") || !d["state"].IsString()) return std::nullopt;
-  TaskStatus s;
-  s.state = d["state"].GetString();
-  if (d.HasMember("started_at") && d["started_at"].IsNumber()) s.started = d["started_at"].GetDouble();
-  if (d.HasMember("ended_at") && d["ended_at"].IsNumber()) s.ended = d["ended_at"].GetDouble();
-  if (d.HasMember("exit_code") && d["exit_code"].IsInt64()) s.exit_code = d["exit_code"].GetInt64();
-  if (d.HasMember("failure_reason") && d["failure_reason"].IsString()) s.reason = d["failure_reason"].GetString();
-  if (d.HasMember("failure_process") && d["failure_process"].IsString()) s.process = d["failure_process"].GetString();
-  return s;
-}
-
 std::string Counts(const EntryCounts& c) {
   return "pending " + std::to_string(c.pending) + ", running " + std::to_string(c.running) + ", done " +
          std::to_string(c.succeeded) + ", failed " + std::to_string(c.failed) + ", cancelled " +
@@ -186,7 +145,7 @@ std::optional<EntryUpdate> Observe(const EntryRecord& e, const SweepManifest& m,
                                    const std::map<std::string, QueueTask>& queue, std::map<int64_t, int>& missing) {
   EntryUpdate u;
   u.index = e.index;
-  const std::optional<TaskStatus> st = ReadStatus(ResultDir(m, e.index));
+  const std::optional<TaskStatus> st = ReadTaskStatus(ResultDir(m, e.index));
   if (st && (st->state == "succeeded" || st->state == "failed")) {
     u.state = st->state == "succeeded" ? EntryState::kSucceeded : EntryState::kFailed;
     u.started_at = st->started;
@@ -395,31 +354,49 @@ int Watch(SweepStore& store, const std::string& id, const SweepManifest& m, Slur
   }
 }
 
-// Slurm's MaxArraySize (array indices stay below it); 1001, Slurm's
-// default, when it cannot be read (a dry run without a cluster).
-int64_t MaxArraySize() {
-  Result<CommandOutput> r = RunCommand({"scontrol", "show", "config"}, CurrentEnvironment(), std::chrono::seconds(10));
-  if (!r || !r.value().ok()) return 1001;
-  const std::string& out = r.value().out;
-  const size_t at = out.find("\nMaxArraySize");
-  if (at == std::string::npos) return 1001;
-  const size_t eq = out.find('=', at);
-  const int64_t v = eq == std::string::npos ? 0 : std::strtoll(out.c_str() + eq + 1, nullptr, 10);
-  return v > 0 ? v : 1001;
-}
-
 const char kUsage[] =
     "Usage: ixsubmit sweep MODE --config-files FILE... [--config-keys KEY... | FILTERS] [OPTIONS] -- CLIENT...\n"
     "       ixsubmit sweep --resume SWEEP_ID [--db PATH]\n"
     "\n"
     "Run an InferenceX sweep on this Slurm cluster: the canary (where MODE has one) as\n"
     "its own job, then one `sbatch --array=0-N%T` per bucket depending on it; every\n"
-    "task runs `srun --inferencex-recipe=R --inferencex-arm=A --inferencex-conc=C CLIENT...`.\n"
+    "task runs `srun --inferencex-recipe=R --inferencex-arm=A --inferencex-conc=C CLIENT...`,\n"
+    "in the config row's image under Pyxis (--container-image, the model and result\n"
+    "directories mounted) unless --no-container.\n"
     "MODE: sweep-enabled, full-sweep-enabled, full-sweep-fail-fast,\n"
     "full-sweep-fail-fast-no-canary, non-canary-full-sweep-enabled.\n"
     "With --config-keys the selection is test-config's, otherwise full-sweep's filters.\n";
 
+const char kContainerHelp[] =
+    "\nContainers (Pyxis; kept in sweep.json, so --resume uses the same):\n"
+    "  --squash-dir DIR  the site's squash files (default $IX_SQUASH_DIR): an image's step uses\n"
+    "                    DIR/<image with / : @ # as _>.sqsh when it exists, else the image itself\n"
+    "                    (Pyxis imports it); `ixsubmit images import` fills DIR\n"
+    "  --model-dir DIR   host directory of the model checkpoints, mounted at the same path\n"
+    "                    (default $IX_MODEL_DIR, else the recipe's MODEL_PATH); must hold MODEL_PATH\n"
+    "  --no-container    run the steps on the hosts, without the rows' images (a cluster without\n"
+    "                    Pyxis, such as the local test cluster)\n";
+
 }  // namespace
+
+Result<SweepStore> OpenSweepStore(const std::optional<std::string>& db) {
+  std::string path;
+  if (db) {
+    path = *db;
+  } else {
+    Result<std::string> d = DefaultDbPath(CurrentEnvironment());
+    if (!d) return d.error();
+    path = d.value();
+  }
+  std::error_code ec;
+  const auto parent = std::filesystem::path(path).parent_path();
+  // A directory made here is private (0700); an existing one is left as it is.
+  if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
+    std::filesystem::create_directories(parent, ec);
+    std::filesystem::permissions(parent, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+  }
+  return SweepStore::Open(path);
+}
 
 int RunSweepCommand(const std::vector<std::string>& all_args) {
   const std::string me = "ixsubmit sweep";
@@ -441,24 +418,20 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
                                            << "--config-keys/--conc as test-config):\n" << o
                                            << "\nSweep options:\n  --recipe-dir DIR  --sweep-dir DIR  --db PATH  "
                                               "--dry-run  --partition P  --account A  --time T  --exclusive  "
-                                              "--throttle N (default 4)  --no-watch  --resume SWEEP_ID\n";
+                                              "--throttle N (default 4)  --no-watch  --resume SWEEP_ID\n"
+                                           << kContainerHelp;
     return args.empty() ? 2 : 0;
   }
   // Sweep options come off first; the rest is the matrix selection.
-  std::optional<std::string> recipe_dir, sweep_dir, db, resume;
+  std::optional<std::string> recipe_dir, sweep_dir, db, resume, squash_dir, model_dir;
   SubmitSettings settings;
-  bool dry_run = false, watch = true;
+  bool dry_run = false, watch = true, no_container = false;
   std::vector<std::string> selection, other_options;
   std::string mode_name;
   try {
     for (size_t i = 0; i < args.size(); ++i) {
-      const std::string& a = args[i];
-      auto value = [&]() -> std::string {
-        const size_t eq = a.find('=');
-        if (eq != std::string::npos) return a.substr(eq + 1);
-        if (i + 1 >= args.size()) throw Misuse{"argument " + a + ": expected one argument"};
-        return args[++i];
-      };
+      const std::string a = args[i];
+      auto value = [&]() { return TakeValue(args, i); };
       const std::string name = a.substr(0, a.find('='));
       if (name != "--db" && name != "--resume") other_options.push_back(name);
       if (name == "--recipe-dir") recipe_dir = value();
@@ -469,6 +442,9 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
       else if (name == "--account") settings.account = value();
       else if (name == "--time") settings.time_limit = value();
       else if (name == "--throttle") settings.throttle = ParseInt("throttle", value());
+      else if (name == "--squash-dir") squash_dir = value();
+      else if (name == "--model-dir") model_dir = value();
+      else if (a == "--no-container") no_container = true;
       else if (a == "--exclusive") settings.exclusive = true;
       else if (a == "--dry-run") dry_run = true;
       else if (a == "--no-watch") watch = false;
@@ -477,8 +453,8 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
     }
     if (settings.throttle < 0) throw Misuse{"argument --throttle: must be >= 0"};
     if (resume && (!other_options.empty() || !client.empty() || !mode_name.empty())) {
-      throw Misuse{"argument --resume: takes only --db (the sweep keeps the mode, selection, sbatch settings and "
-                   "client it was submitted with); got " + (!other_options.empty() ? other_options[0] : !mode_name.empty() ? mode_name : std::string("a client"))};
+      throw Misuse{"argument --resume: takes only --db (the sweep keeps the mode, selection, sbatch and container "
+                   "settings and client it was submitted with); got " + (!other_options.empty() ? other_options[0] : !mode_name.empty() ? mode_name : std::string("a client"))};
     }
   } catch (const Misuse& m) {
     std::cerr << me << ": error: " << m.message << "\nTry '" << me << " --help'.\n";
@@ -490,7 +466,7 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
   sigaction(SIGINT, &sa, nullptr);
 
   if (resume) {
-    Result<SweepStore> store = OpenStore(db);
+    Result<SweepStore> store = OpenSweepStore(db);
     if (!store) return std::cerr << me << ": " << store.error().message << "\n", 1;
     Result<LoadedSweep> l = store.value().LoadSweep(*resume);
     if (!l) return std::cerr << me << ": " << l.error().message << "\n", 1;
@@ -505,26 +481,13 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
 
   Result<SweepMode> mode = ParseSweepMode(mode_name);
   if (!mode) return std::cerr << me << ": error: " << mode.error().message << "\n", 2;
-  SweepOptions options;
-  std::vector<std::string> files;
-  std::string runner_file;
+  SweepSelection sel;
   try {
-    // The union of both selections; ToSweepOptions refuses full-sweep
-    // filters together with --config-keys.
-    po::options_description opts = MatrixOptions(true, false);
-    opts.add_options()("config-keys", po::value<std::vector<std::string>>()->multitoken(), "")(
-        "conc", po::value<std::vector<std::string>>()->multitoken(), "");
-    Parsed p = ParseOptions(selection, opts);
-    if (!p.Has("config-files")) throw Misuse{"the following arguments are required: --config-files"};
-    if (!p.Has("runner-config")) {
-      // InferenceX keeps runners.yaml beside the master configs.
-      p.last["runner-config"] = {(std::filesystem::path(p.Values("config-files")[0]).parent_path() / "runners.yaml").string()};
+    sel = ParseSweepSelection(selection);
+    if (no_container && (squash_dir || model_dir)) {
+      throw Misuse{std::string("argument ") + (squash_dir ? "--squash-dir" : "--model-dir") +
+                   ": not with --no-container (the steps run on the hosts)"};
     }
-    const bool full = !p.Has("config-keys");
-    if (full && p.Has("conc")) throw Misuse{"argument --conc: only with --config-keys"};
-    options = ToSweepOptions(p, full);
-    files = p.Values("config-files");
-    runner_file = *p.One("runner-config");
   } catch (const Misuse& m) {
     std::cerr << me << ": error: " << m.message << "\nTry '" << me << " --help'.\n";
     return 2;
@@ -533,15 +496,15 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
     std::cerr << me << ": error: no benchmark client: give its command after --, e.g. -- aiperf profile ...\n";
     return 2;
   }
-  Result<MasterConfig> config = LoadMasterConfigFiles(files);
+  Result<MasterConfig> config = LoadMasterConfigFiles(sel.config_files);
   if (!config) return std::cerr << me << ": " << config.error().message << "\n", 1;
-  Result<RunnerConfig> runners = LoadRunnerConfigFile(runner_file);
-  if (!runners) return std::cerr << me << ": " << runners.error().message << "\n", 1;
   const SweepModeTraits traits = TraitsOf(mode.value());
-  Result<MatrixBuckets> buckets = GenerateBuckets(config.value(), runners.value(), options, traits.trim_conc);
+  Result<MatrixBuckets> buckets = SelectEntries(sel, config.value(), traits.trim_conc);
   if (!buckets) return std::cerr << me << ": " << buckets.error().message << "\n", 1;
+  Result<ContainerSettings> container = ResolveContainerSettings(no_container, squash_dir, model_dir);
+  if (!container) return std::cerr << me << ": error: " << container.error().message << "\n", 2;
   const std::string rdir = ResolveRecipeDir(recipe_dir.value_or(""));
-  Result<SweepPlan> plan = PlanSweep(mode.value(), buckets.value(), rdir, MaxArraySize());
+  Result<SweepPlan> plan = PlanSweep(mode.value(), buckets.value(), rdir, MaxArraySize(CurrentEnvironment()));
   if (!plan) return std::cerr << me << ": " << plan.error().message << "\n", 1;
 
   SweepManifest m;
@@ -553,8 +516,13 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
   m.fail_fast = traits.fail_fast;
   m.client = client;
   m.settings = settings;
+  m.container = container.value();
   m.plan = plan.value();
+  if (m.container.enabled) {
+    if (Status s = CheckSweepContainers(m, config.value()); !s) return std::cerr << me << ": " << s.error().message << "\n", 1;
+  }
   if (Status s = WriteSweepFiles(m); !s) return std::cerr << me << ": " << s.error().message << "\n", 1;
+  for (const std::string& line : DescribeImages(m, PathExistsOnDisk)) std::printf("sweep: %s\n", line.c_str());
 
   if (dry_run) {
     for (const PlannedJob& j : m.plan.jobs) {
@@ -562,10 +530,22 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
       for (const std::string& a : SbatchArgs(m, j, settings, j.depends_on.empty() ? 0 : -1)) line += " " + a;
       std::printf("# %s: %zu entries\n%s %s\n", j.key.c_str(), j.entries.size(), line.c_str(), ScriptPath(m, j).c_str());
       int err = 0;
-      std::printf("%s\n", ReadFileText(ScriptPath(m, j), &err).c_str());
+      std::printf("%s", ReadFileText(ScriptPath(m, j), &err).c_str());
+      std::string step;
+      for (const std::string& a : StepSrunArgv(m, m.plan.entries[static_cast<size_t>(j.entries[0])], PathExistsOnDisk)) {
+        step += (step.empty() ? "" : " ") + a;
+      }
+      std::printf("# its entry %lld runs: %s\n\n", static_cast<long long>(j.entries[0]), step.c_str());
     }
     std::printf("dry run: nothing submitted; the sweep files are in %s\n", m.sweep_dir.c_str());
     return 0;
+  }
+  // Without Pyxis srun would refuse --container-image in every task, an
+  // hour into the sweep; `srun --help` says so now (~20 ms).
+  if (m.container.enabled) {
+    if (Status s = CheckSrunHasPyxis(CurrentEnvironment()); !s) {
+      return std::cerr << me << ": " << s.error().message << "; nothing was submitted\n", 1;
+    }
   }
   // sbatch checks partition, account, time and GRES before anything is
   // submitted: a rejection stops the sweep with nothing in the queue.
@@ -580,7 +560,7 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
       return 1;
     }
   }
-  Result<SweepStore> store = OpenStore(db);
+  Result<SweepStore> store = OpenSweepStore(db);
   if (!store) return std::cerr << me << ": " << store.error().message << "\n", 1;
   NewSweep ns;
   ns.id = m.sweep_id;
@@ -625,49 +605,6 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
     return 0;
   }
   return Watch(store.value(), id.value(), m, cli);
-}
-
-int RunStatusCommand(const std::vector<std::string>& args) {
-  std::optional<std::string> db, id;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--db" && i + 1 < args.size()) db = args[++i];
-    else if (args[i].rfind("--db=", 0) == 0) db = args[i].substr(5);
-    else if (args[i] == "--help" || args[i] == "-h") {
-      std::cout << "Usage: ixsubmit status [SWEEP_ID] [--db PATH]\n"
-                   "Without an id: every sweep in the database; with one: its entries.\n";
-      return 0;
-    } else if (!id && !args[i].empty() && args[i][0] != '-') id = args[i];
-    else return std::cerr << "ixsubmit status: error: unrecognized arguments: " << args[i] << "\n", 2;
-  }
-  Result<SweepStore> store = OpenStore(db);
-  if (!store) return std::cerr << "ixsubmit status: " << store.error().message << "\n", 1;
-  if (!id) {
-    Result<std::vector<SweepSummary>> all = store.value().ListSweeps();
-    if (!all) return std::cerr << "ixsubmit status: " << all.error().message << "\n", 1;
-    std::printf("%-26s %-32s %-10s %7s %7s %7s %7s %9s  %s\n", "SWEEP", "MODE", "STATE", "ENTRIES", "DONE", "FAILED",
-                "RUNNING", "CANCELLED", "DIRECTORY");
-    for (const SweepSummary& s : all.value()) {
-      std::printf("%-26s %-32s %-10s %7lld %7lld %7lld %7lld %9lld  %s\n", s.sweep.id.c_str(), SweepModeName(s.sweep.mode),
-                  StateName(s.sweep.state), static_cast<long long>(s.counts.total()),
-                  static_cast<long long>(s.counts.succeeded), static_cast<long long>(s.counts.failed),
-                  static_cast<long long>(s.counts.running), static_cast<long long>(s.counts.cancelled + s.counts.skipped),
-                  s.sweep.sweep_dir.c_str());
-    }
-    return 0;
-  }
-  Result<LoadedSweep> l = store.value().LoadSweep(*id);
-  if (!l) return std::cerr << "ixsubmit status: " << l.error().message << "\n", 1;
-  std::printf("sweep %s (%s): %s, %s\n", id->c_str(), SweepModeName(l.value().sweep.mode),
-              StateName(l.value().sweep.state), l.value().sweep.sweep_dir.c_str());
-  std::printf("%5s %-14s %-42s %-14s %5s %-10s %-10s %5s  %s\n", "ENTRY", "BUCKET", "CONFIG KEY", "ARM", "CONC", "STATE",
-              "TASK", "EXIT", "REASON");
-  for (const EntryRecord& e : l.value().entries) {
-    std::printf("%5lld %-14s %-42s %-14s %5lld %-10s %-10s %5s  %s%s%s\n", static_cast<long long>(e.index),
-                e.bucket.c_str(), e.config_key.c_str(), e.arm.c_str(), static_cast<long long>(e.conc),
-                StateName(e.state), e.slurm_task_id.c_str(), e.exit_code ? std::to_string(*e.exit_code).c_str() : "-",
-                e.failure_process.c_str(), e.failure_process.empty() ? "" : ": ", e.failure_reason.c_str());
-  }
-  return 0;
 }
 
 }  // namespace ix

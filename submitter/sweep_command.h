@@ -1,16 +1,23 @@
-// `ixsubmit sweep MODE ...` (plan, write the sweep directory, submit the
-// canary and one throttled array per bucket, watch to the end) and
-// `ixsubmit status [SWEEP_ID]`. State lives in SQLite (core/sweep_store):
+// `ixsubmit sweep MODE ...`: plan, write the sweep directory, submit the
+// canary and one throttled array per bucket, watch to the end. State lives
+// in SQLite (core/sweep_store; `ixsubmit status` shows it):
 // `--resume SWEEP_ID` reattaches after the submitter died without
 // submitting anything twice. docs/SWEEP.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/result.h"
+#include "core/sweep_store.h"
 
 namespace ix {
 
 int RunSweepCommand(const std::vector<std::string>& args);
-int RunStatusCommand(const std::vector<std::string>& args);
+
+// The sweep database: `db`, else DefaultDbPath; a missing parent directory
+// is made private (0700).
+Result<SweepStore> OpenSweepStore(const std::optional<std::string>& db);
 
 }  // namespace ix

@@ -73,6 +73,12 @@ Status WriteSweepFiles(const SweepManifest& m) {
   w.Key("exclusive"); w.Bool(m.settings.exclusive);
   w.Key("throttle"); w.Int64(m.settings.throttle);
   w.EndObject();
+  w.Key("container");
+  w.StartObject();
+  w.Key("enabled"); w.Bool(m.container.enabled);
+  w.Key("squash_dir"); str(m.container.squash_dir);
+  w.Key("model_dir"); str(m.container.model_dir);
+  w.EndObject();
   w.Key("jobs");
   w.StartArray();
   for (const PlannedJob& j : m.plan.jobs) {
@@ -103,6 +109,8 @@ Status WriteSweepFiles(const SweepManifest& m) {
     w.Key("conc"); w.Int64(e.conc);
     w.Key("gpus"); w.Int64(e.gpus);
     w.Key("eval_only"); w.Bool(e.eval_only);
+    w.Key("image"); str(e.image);
+    w.Key("model_path"); str(e.model_path);
     w.Key("entry"); w.RawValue(e.entry_json.c_str(), e.entry_json.size(), rapidjson::kObjectType);
     w.EndObject();
   }
@@ -159,6 +167,14 @@ Result<SweepManifest> ReadSweepManifest(const std::string& sweep_dir) {
     m.settings.exclusive = b(sb, "exclusive");
     m.settings.throttle = i(sb, "throttle");
   }
+  // A sweep.json without "container" was written before containers: its
+  // steps ran on the host, and so do those of its resumed submitter.
+  if (d.HasMember("container") && d["container"].IsObject()) {
+    const rapidjson::Value& c = d["container"];
+    m.container.enabled = b(c, "enabled");
+    m.container.squash_dir = s(c, "squash_dir");
+    m.container.model_dir = s(c, "model_dir");
+  }
   for (const auto& j : d["jobs"].GetArray()) {
     PlannedJob job;
     job.key = s(j, "key");
@@ -183,6 +199,8 @@ Result<SweepManifest> ReadSweepManifest(const std::string& sweep_dir) {
     p.conc = i(e, "conc");
     p.gpus = i(e, "gpus");
     p.eval_only = b(e, "eval_only");
+    p.image = s(e, "image");
+    p.model_path = s(e, "model_path");
     if (p.index != static_cast<int64_t>(m.plan.entries.size())) return Error{path + ": entries out of order"};
     m.plan.entries.push_back(std::move(p));
   }

@@ -1,6 +1,7 @@
 // SweepFiles: the sweep directory, which holds everything a sweep's jobs
-// need and leave behind: sweep.json (the plan: entries with recipe, arm and
-// concurrency, the client command, fail-fast), one batch script per job,
+// need and leave behind: sweep.json (the plan: entries with recipe, arm,
+// concurrency and image, the client command, fail-fast, the sbatch and
+// container settings), one batch script per job,
 // logs/ (Slurm's %x_%A_%a output files) and results/INDEX/ (each entry's
 // step results, status.json). The array tasks read sweep.json by
 // SLURM_ARRAY_TASK_ID, so the sweep directory must be on a file system the
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "submitter/container_args.h"
 #include "submitter/sweep_plan.h"
 
 namespace ix {
@@ -33,6 +35,7 @@ struct SweepManifest {
   bool fail_fast = false;
   std::vector<std::string> client;  // the step's client argv
   SubmitSettings settings;          // kept, so a resumed submitter submits the same way
+  ContainerSettings container;      // what every task's step runs in; kept the same way
   SweepPlan plan;
 };
 

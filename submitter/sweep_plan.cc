@@ -87,6 +87,12 @@ Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const 
                    ": " + rendered.error().message};
     }
     p.eval_only = e.eval_only;
+    p.image = e.config->image;
+    // The checkpoint directory the engine reads inside the container: the
+    // default mount for the model (docs/SWEEP.md).
+    for (const RecipeVariable& v : recipe.variables) {
+      if (v.name == "MODEL_PATH") p.model_path = e.eval_only && v.eval_only_value ? *v.eval_only_value : v.value;
+    }
     std::string json = MatrixToJson({e});
     p.entry_json = json.size() >= 2 ? json.substr(1, json.size() - 2) : json;  // [{...}] -> {...}
     job.entries.push_back(p.index);

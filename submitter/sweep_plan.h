@@ -34,6 +34,8 @@ struct PlannedEntry {
   int64_t conc = 0;
   int64_t gpus = 0;
   bool eval_only = false;
+  std::string image;       // the config row's `image`
+  std::string model_path;  // the recipe's MODEL_PATH (eval-only value for eval entries); "" = none
   std::string entry_json;  // the matrix entry, as `ixsubmit matrix` prints it
 };
 

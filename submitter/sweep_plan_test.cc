@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/file_text.h"
 #include "core/matrix_config.h"
 #include "core/matrix_runners.h"
 #include "core/sweep_mode.h"
@@ -130,6 +131,9 @@ TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
   m.settings.time_limit = "02:00:00";
   m.settings.throttle = 7;
   m.settings.exclusive = true;
+  m.container.enabled = true;
+  m.container.squash_dir = "/site/squash";
+  m.container.model_dir = "/site/models";
   m.plan = p.value();
   ASSERT_TRUE(WriteSweepFiles(m).ok());
   Result<SweepManifest> back = ReadSweepManifest(m.sweep_dir);
@@ -141,11 +145,30 @@ TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
   EXPECT_EQ(back.value().settings.time_limit, "02:00:00");
   EXPECT_EQ(back.value().settings.throttle, 7);
   EXPECT_TRUE(back.value().settings.exclusive);
+  // ... and its tasks run in the same containers.
+  EXPECT_TRUE(back.value().container.enabled);
+  EXPECT_EQ(back.value().container.squash_dir, "/site/squash");
+  EXPECT_EQ(back.value().container.model_dir, "/site/models");
   ASSERT_EQ(back.value().plan.entries.size(), m.plan.entries.size());
   for (size_t i = 0; i < m.plan.entries.size(); ++i) {
     EXPECT_EQ(back.value().plan.entries[i].arm, m.plan.entries[i].arm);
     EXPECT_EQ(back.value().plan.entries[i].conc, m.plan.entries[i].conc);
     EXPECT_EQ(back.value().plan.entries[i].job_key, m.plan.entries[i].job_key);
+    EXPECT_EQ(back.value().plan.entries[i].image, "vllm/vllm-openai:nightly");
+    EXPECT_EQ(back.value().plan.entries[i].model_path, "/models/deepseek-ai/DeepSeek-V4.1-Flash");
+  }
+  // A sweep.json from before containers: its steps ran, and run, on the host.
+  {
+    int err = 0;
+    std::string text = ReadFileText(m.sweep_dir + "/sweep.json", &err);
+    const size_t at = text.find("\"container\"");
+    ASSERT_NE(at, std::string::npos);
+    text.erase(at, text.find('}', at) + 2 - at);  // the object and its comma
+    ASSERT_TRUE(WriteFileAtomic(m.sweep_dir + "/sweep.json", text).ok());
+    Result<SweepManifest> old = ReadSweepManifest(m.sweep_dir);
+    ASSERT_TRUE(old.ok()) << old.error().message << text;
+    EXPECT_FALSE(old.value().container.enabled);
+    EXPECT_EQ(old.value().settings.partition, "gpu");
   }
   std::ifstream script(ScriptPath(m, m.plan.jobs[1]));
   std::string text((std::istreambuf_iterator<char>(script)), {});

@@ -16,6 +16,7 @@
 #include "core/file_text.h"
 #include "core/process.h"
 #include "core/slurm_cli.h"
+#include "submitter/sweep_container.h"
 #include "submitter/sweep_files.h"
 
 namespace ix {
@@ -54,6 +55,23 @@ std::string Env(const char* name) {
 
 }  // namespace
 
+std::optional<TaskStatus> ReadTaskStatus(const std::string& dir) {
+  int err = 0;
+  const std::string text = ReadFileText(dir + "/status.json", &err);
+  if (err) return std::nullopt;
+  rapidjson::Document d;
+  d.Parse(text.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("state") || !d["state"].IsString()) return std::nullopt;
+  TaskStatus s;
+  s.state = d["state"].GetString();
+  if (d.HasMember("started_at") && d["started_at"].IsNumber()) s.started = d["started_at"].GetDouble();
+  if (d.HasMember("ended_at") && d["ended_at"].IsNumber()) s.ended = d["ended_at"].GetDouble();
+  if (d.HasMember("exit_code") && d["exit_code"].IsInt64()) s.exit_code = d["exit_code"].GetInt64();
+  if (d.HasMember("failure_reason") && d["failure_reason"].IsString()) s.reason = d["failure_reason"].GetString();
+  if (d.HasMember("failure_process") && d["failure_process"].IsString()) s.process = d["failure_process"].GetString();
+  return s;
+}
+
 int RunTaskCommand(const std::vector<std::string>& args) {
   std::string dir, key;
   for (size_t i = 0; i + 1 < args.size(); i += 2) {
@@ -91,11 +109,13 @@ int RunTaskCommand(const std::vector<std::string>& args) {
               e.config_key.c_str(), e.arm.c_str(), static_cast<long long>(e.conc), e.recipe.c_str(), rdir.c_str());
   std::fflush(stdout);
 
-  std::vector<std::string> argv = {"srun", "--ntasks=1", "--gres=gpu:" + std::to_string(e.gpus),
-                                   "--inferencex-recipe=" + e.recipe, "--inferencex-arm=" + e.arm,
-                                   "--inferencex-conc=" + std::to_string(e.conc)};
-  if (e.eval_only) argv.push_back("--inferencex-eval-only");
-  argv.insert(argv.end(), m.value().client.begin(), m.value().client.end());
+  // The squash file is looked for here, on the node, when the step starts:
+  // one imported after the sweep was submitted is used too.
+  const std::vector<std::string> argv = StepSrunArgv(m.value(), e, PathExistsOnDisk);
+  for (const std::string& a : argv) {
+    if (a.rfind("--container-image=", 0) == 0) std::printf("ixsubmit task: container image %s\n", a.c_str() + 18);
+  }
+  std::fflush(stdout);
   SpawnSpec spec;
   spec.name = "srun";
   spec.argv = argv;

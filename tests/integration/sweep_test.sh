@@ -2,8 +2,11 @@
 # ixsubmit sweep end to end on the local cluster with the fake engine and
 # client: a clean full-sweep-fail-fast, an injected failure that cancels its
 # bucket only, a failing canary that leaves nothing pending, bad input that
-# submits nothing. Needs the CTest cluster fixture, SLURM_CONF,
-# IX_FAKES_BIN_DIR, IXSUBMIT, IX_SOURCE_DIR.
+# submits nothing, `ixsubmit images import` through srun with an enroot
+# double. The local cluster has no Pyxis: sweeps run on the host
+# (--no-container), and one without it is refused before submission. Needs
+# the CTest cluster fixture, SLURM_CONF, IX_FAKES_BIN_DIR, IXSUBMIT,
+# IX_SOURCE_DIR.
 set -uo pipefail
 export PATH=$IX_FAKES_BIN_DIR:$PATH
 tmp=$(mktemp -d /tmp/ix-sweep-test.XXXXXX); trap 'rm -rf "$tmp"' EXIT
@@ -12,7 +15,7 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 cfg=$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300.yaml
 key=dsv41flash-fp4-b300-vllm-agentic-dspark
-sweep() { "$IXSUBMIT" sweep "$1" --config-files "$cfg" --config-keys "$key" --db "$tmp/ix.db" --throttle 2 "${@:2}"; }
+sweep() { "$IXSUBMIT" sweep "$1" --config-files "$cfg" --config-keys "$key" --db "$tmp/ix.db" --throttle 2 --no-container "${@:2}"; }
 # Nothing pending or running is left (jobs still COMPLETING get 5 s to finish).
 queue_empty() {
   local i
@@ -140,7 +143,7 @@ echo "ok: a job sbatch made before the kill was found by name, not submitted aga
 python3 - "$IXSUBMIT" "$cfg" "$key" "$tmp" <<'PY' || fail "terminal display / Ctrl-C"
 import os, pty, sys, time
 ixsubmit, cfg, key, tmp = sys.argv[1:5]
-argv = [ixsubmit, "sweep", "full-sweep-enabled", "--config-files", cfg, "--config-keys", key, "--db", tmp + "/ix.db",
+argv = [ixsubmit, "sweep", "full-sweep-enabled", "--no-container", "--config-files", cfg, "--config-keys", key, "--db", tmp + "/ix.db",
         "--conc", "2", "8", "--throttle", "1", "--sweep-dir", tmp + "/tty", "--", "ix-fake-client", "--sessions", "2",
         "--turns", "200"]
 pid, fd = pty.fork()
@@ -181,8 +184,36 @@ out=$(sweep full-sweep-fail-fast --recipe-dir "$tmp" --sweep-dir "$tmp/b3" -- c 
 grep -q "no recipe in" <<<"$out" || fail "no recipe: $out"
 out=$(sweep full-sweep-fail-fast --conc 3 --sweep-dir "$tmp/b4" -- c 2>&1) && fail "dep4 at conc 3 accepted"
 grep -q "not whole for CONC=3" <<<"$out" || fail "conc 3: $out"
+# Containers are the default; without Pyxis in srun (this cluster, unless
+# its plugstack.conf lists a Pyxis) a container sweep is refused at once.
+if ! srun --help 2>&1 | grep -q -- --container-image; then
+  out=$("$IXSUBMIT" sweep full-sweep-fail-fast --config-files "$cfg" --config-keys "$key" --db "$tmp/ix.db" \
+    --sweep-dir "$tmp/b5" -- c 2>&1) && fail "a container sweep was accepted without Pyxis"
+  grep -q "srun has no --container-image option.*--no-container.*nothing was submitted" <<<"$out" || fail "no Pyxis: $out"
+  echo "ok: no Pyxis: $(tail -1 <<<"$out")"
+fi
+out=$("$IXSUBMIT" sweep full-sweep-fail-fast --config-files "$cfg" --config-keys "$key" --db "$tmp/ix.db" \
+  --squash-dir "$tmp/none" --sweep-dir "$tmp/b6" -- c 2>&1) && fail "a missing squash dir was accepted"
+grep -q -- "--squash-dir $tmp/none: no such directory" <<<"$out" || fail "missing squash dir: $out"
 [[ $(squeue -h | wc -l) -eq $before ]] || fail "bad input submitted jobs"
 echo "ok: bad input refused before anything was submitted"
+
+# 11. images import: one srun step per missing image, flock and an enroot
+#     double on the node; a second run finds the file and runs nothing.
+mkdir -p "$tmp/enroot/bin" "$tmp/squash"
+cat >"$tmp/enroot/bin/enroot" <<'SH'
+#!/bin/bash
+[[ $1 == import && $2 == -o && ! -e $3 ]] || exit 3
+echo "$SLURM_JOB_ID $4" >"$3"
+SH
+chmod +x "$tmp/enroot/bin/enroot"
+PATH=$tmp/enroot/bin:$PATH "$IXSUBMIT" images import --squash-dir "$tmp/squash" vllm/vllm-openai:v0.11.0 \
+  >"$tmp/img.out" 2>&1 || fail "images import: $(cat "$tmp/img.out")"
+grep -q "^[0-9]* docker://vllm/vllm-openai:v0.11.0$" "$tmp/squash/vllm_vllm-openai_v0.11.0.sqsh" ||
+  fail "images import: not imported in a job step: $(cat "$tmp/img.out")"
+PATH=$tmp/enroot/bin:$PATH "$IXSUBMIT" images import --squash-dir "$tmp/squash" vllm/vllm-openai:v0.11.0 \
+  >"$tmp/img2.out" 2>&1 && grep -q "1 already there" "$tmp/img2.out" || fail "images import again: $(cat "$tmp/img2.out")"
+echo "ok: images import: $(tail -1 "$tmp/img.out")"
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
 echo "sweep: all checks passed"

@@ -1,0 +1,31 @@
+// ScopedEnv: a test helper that sets (or, with nullptr, unsets) one
+// environment variable for a scope and puts the old value back after, so
+// tests of code that reads $IX_SQUASH_DIR or $PATH leave no trace.
+#pragma once
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace ix {
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace ix
