@@ -261,10 +261,12 @@ namespace {
 
 // When the job asked for a Pyxis container: from sbatch, Slurm carries the
 // option in the job's environment; from srun alone it does not, so Slurm is
-// also asked for the option by name (answered only where Slurm looks
-// options up across plugins).
+// also asked for the option by name (Slurm 22.05 answers it across
+// plugins); Pyxis also takes the image from PYXIS_CONTAINER_IMAGE.
 bool PyxisRequested(spank_t sp) {
-  if (JobEnv(sp, "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image")) return true;
+  if (JobEnv(sp, "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image") || JobEnv(sp, "PYXIS_CONTAINER_IMAGE")) {
+    return true;
+  }
   struct spank_option image{const_cast<char*>("container-image"), const_cast<char*>("IMAGE"),
                             const_cast<char*>(""), 1, 0, nullptr};
   char* value = nullptr;
