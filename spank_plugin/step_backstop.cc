@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/file_text.h"
+#include "core/ports.h"
 
 namespace ix {
 namespace {
@@ -137,6 +138,16 @@ std::set<pid_t> ListenersOn(const std::vector<OwnedProcess>& table, const std::s
 
 Result<std::vector<ProcessInfo>> FindLeftovers(const std::vector<ProcessId>& remembered, const std::set<int>& ports,
                                                uid_t uid) {
+  // The usual end of a step leaves nothing: no remembered process runs and
+  // every port binds. That is known in microseconds; the full look (a /proc
+  // pass, and /proc/net/tcp, which lists every TIME_WAIT socket of the
+  // node: ~6 ms for 1,800) is paid only when something is left.
+  BindProber prober;
+  const bool running = std::any_of(remembered.begin(), remembered.end(), [](const ProcessId& id) {
+    return id.pid != ::getpid() && IsRunning(id);
+  });
+  const bool bound = std::any_of(ports.begin(), ports.end(), [&](int p) { return !prober.IsFree(p); });
+  if (!running && !bound) return std::vector<ProcessInfo>{};
   Result<std::vector<OwnedProcess>> table = ListOwnedProcesses();
   if (!table) return table.error();
   return Leftovers(table.value(), remembered, ListenersOn(table.value(), ports, uid), uid, ::getpid());

@@ -95,6 +95,16 @@ TEST(StepBackstop, FindsAProcessListeningOnALeasedPort) {
   Result<std::vector<ProcessInfo>> other = FindLeftovers({}, {port}, ::getuid() + 1);
   ASSERT_TRUE(other.ok());
   EXPECT_TRUE(other.value().empty());  // not that user's
+  // Remembered (ix-stepd's tree at the start of the end), with no port at all.
+  Result<ProcessInfo> me = ReadProcessInfo(child);
+  ASSERT_TRUE(me.ok());
+  Result<std::vector<ProcessInfo>> known = FindLeftovers({me.value().id()}, {}, ::getuid() + 1);
+  ASSERT_TRUE(known.ok());
+  EXPECT_EQ(Pids(known.value()), std::vector<pid_t>{child});
+  // Nothing running, nothing bound: nothing, without the full look.
+  Result<std::vector<ProcessInfo>> none = FindLeftovers({{me.value().pid, me.value().start_time + 1}}, {port + 1}, 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none.value().empty());
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
 }
