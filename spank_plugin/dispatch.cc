@@ -46,10 +46,9 @@ int OnOption(int val, const char* optarg, int /*remote*/) noexcept {
       case kEvalOnly: g_state.options.eval_only = true; break;
       case kPlacement: g_state.options.placement = value; break;
       case kReadyTimeout: {
-        ix::Result<int64_t> t = ix::ParseConcurrency(value);
+        ix::Result<int64_t> t = ix::ParseReadyTimeout(value);
         if (!t) {
-          slurm_error("inferencex: --inferencex-ready-timeout=%s: expected a positive number of seconds",
-                      value.c_str());
+          slurm_error("inferencex: %s", t.error().message.c_str());
           return -1;
         }
         g_state.options.ready_timeout_s = t.value();

@@ -11,14 +11,29 @@
 
 namespace ix {
 
-Result<int64_t> ParseConcurrency(const std::string& text) {
+namespace {
+
+// A decimal integer in [1, max] (no sign, no spaces, no overflow), or an
+// Error naming the option and the range.
+Result<int64_t> ParseBounded(const std::string& option, const std::string& text, int64_t max, const char* unit) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || v <= 0) {
-    return Error{"--inferencex-conc=" + text + ": expected a positive integer"};
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || *end != '\0' || errno != 0 || v < 1 || v > max) {
+    return Error{option + "=" + text + ": expected " + unit + " from 1 to " + std::to_string(max)};
   }
   return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+Result<int64_t> ParseConcurrency(const std::string& text) {
+  return ParseBounded("--inferencex-conc", text, kMaxConcurrency, "a whole number");
+}
+
+Result<int64_t> ParseReadyTimeout(const std::string& text) {
+  return ParseBounded("--inferencex-ready-timeout", text, kMaxReadyTimeoutS, "a number of seconds");
 }
 
 std::vector<std::string> KnownArms(const std::string& recipe_dir) {

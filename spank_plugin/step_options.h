@@ -25,8 +25,14 @@ struct StepOptions {
   bool Active() const { return arm || recipe || conc || eval_only || ready_timeout_s || placement; }
 };
 
-// Parses the value of --inferencex-conc.
+// The allowed ranges: a value outside is refused in srun, naming the option.
+constexpr int64_t kMaxConcurrency = 1'000'000;
+constexpr int64_t kMaxReadyTimeoutS = 7 * 24 * 3600;  // 7 days
+
+// Parses the value of --inferencex-conc: 1..kMaxConcurrency.
 Result<int64_t> ParseConcurrency(const std::string& text);
+// Parses the value of --inferencex-ready-timeout: 1..kMaxReadyTimeoutS seconds.
+Result<int64_t> ParseReadyTimeout(const std::string& text);
 
 // The arms every recipe in `recipe_dir` offers, sorted and unique.
 std::vector<std::string> KnownArms(const std::string& recipe_dir);

@@ -69,6 +69,24 @@ TEST(StepOptions, ParseConcurrency) {
   EXPECT_FALSE(ParseConcurrency("-1").ok());
   EXPECT_FALSE(ParseConcurrency("8x").ok());
   EXPECT_FALSE(ParseConcurrency("").ok());
+  EXPECT_EQ(ParseConcurrency("1000000").value(), 1000000);
+  EXPECT_EQ(ParseConcurrency("1000001").error().message,
+            "--inferencex-conc=1000001: expected a whole number from 1 to 1000000");
+  EXPECT_FALSE(ParseConcurrency("4611686018427387904").ok());  // conc x multiplier would overflow
+  EXPECT_FALSE(ParseConcurrency("+8").ok());
+  EXPECT_FALSE(ParseConcurrency(" 8").ok());
+}
+
+TEST(StepOptions, ParseReadyTimeout) {
+  EXPECT_EQ(ParseReadyTimeout("3600").value(), 3600);
+  EXPECT_EQ(ParseReadyTimeout("604800").value(), 604800);
+  // 2^32 once became 0 through an int cast; 2^31-1 overflowed "+ 60".
+  for (const char* bad : {"4294967296", "2147483647", "604801", "0", "-5", "1.5", ""}) {
+    Result<int64_t> t = ParseReadyTimeout(bad);
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.error().message,
+              "--inferencex-ready-timeout=" + std::string(bad) + ": expected a number of seconds from 1 to 604800");
+  }
 }
 
 }  // namespace

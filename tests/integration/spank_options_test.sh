@@ -46,8 +46,13 @@ expect_refused "unknown recipe" "unknown recipe 'nope'.*available: $RECIPE" \
   srun --inferencex-arm=tp4 --inferencex-recipe=nope --inferencex-conc=8 true
 expect_refused "dep4 at conc 3" "2 x CONC must be divisible by 4" \
   srun --inferencex-arm=dep4 --inferencex-recipe=$RECIPE --inferencex-conc=3 true
-expect_refused "bad conc" "--inferencex-conc=abc: expected a positive integer" \
+expect_refused "bad conc" "--inferencex-conc=abc: expected a whole number from 1 to 1000000" \
   srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=abc true
+# Absurd values are refused in srun, not wrapped around in a job step.
+expect_refused "huge conc" "--inferencex-conc=4611686018427387904: expected a whole number from 1 to 1000000" \
+  srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=4611686018427387904 true
+expect_refused "huge ready timeout" "--inferencex-ready-timeout=4294967296: expected a number of seconds from 1 to 604800" \
+  srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=8 --inferencex-ready-timeout=4294967296 true
 expect_refused "sbatch unknown arm" "unknown arm; allowed: dep4, dep4-rankproc, tep4, tp4" \
   sbatch --inferencex-arm=nope --output=/dev/null --wrap true
 
