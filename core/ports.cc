@@ -11,12 +11,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace ix {
 namespace {
@@ -103,8 +105,9 @@ Status WriteTable(const std::string& dir, const std::vector<PortLease>& table) {
   const std::string tmp = dir + "/leases.tmp";
   std::string text;
   for (const auto& l : table) text += FormatLease(l);
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (fd.fd < 0) return Error{Errno("cannot write " + tmp)};
+  ::fchmod(fd.fd, 0600);
   size_t off = 0;
   while (off < text.size()) {
     const ssize_t n = ::write(fd.fd, text.data() + off, text.size() - off);
@@ -115,6 +118,47 @@ Status WriteTable(const std::string& dir, const std::vector<PortLease>& table) {
   if (::fsync(fd.fd) != 0) return Error{Errno("cannot fsync " + tmp)};
   if (::rename(tmp.c_str(), (dir + "/leases").c_str()) != 0) {
     return Error{Errno("cannot replace " + dir + "/leases")};
+  }
+  return Ok{};
+}
+
+// Who holds an flock on the file with inode `ino`: "pid 12 (comm)", from
+// /proc/locks; "" when it cannot be told.
+std::string LockHolder(ino_t ino) {
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    // "1: FLOCK  ADVISORY  WRITE 1234 08:02:131090 0 EOF"
+    std::istringstream in(line);
+    std::string n, kind, mode, rw, dev;
+    long pid = 0;
+    if (!(in >> n >> kind >> mode >> rw >> pid >> dev) || kind != "FLOCK") continue;
+    const size_t colon = dev.rfind(':');
+    if (colon == std::string::npos || std::strtoull(dev.c_str() + colon + 1, nullptr, 10) != ino) continue;
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    return "pid " + std::to_string(pid) + (name.empty() ? "" : " (" + name + ")");
+  }
+  return "";
+}
+
+// flock(LOCK_EX) that gives up after `timeout`: nobody, a job user included,
+// can make a step wait for ever by holding the lock.
+Status LockWithDeadline(int fd, const std::string& path, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) return Error{Errno("cannot lock " + path)};
+    if (std::chrono::steady_clock::now() >= deadline) {
+      struct stat st{};
+      const std::string holder = ::fstat(fd, &st) == 0 ? LockHolder(st.st_ino) : "";
+      return Error{"cannot lock " + path + " within " + std::to_string(timeout.count()) + " ms: held by " +
+                   (holder.empty() ? std::string("another process") : holder)};
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
   return Ok{};
 }
@@ -132,13 +176,13 @@ bool LeaseFree(const PortLease& l, PortProber& prober) {
 // written back (atomically, by rename) when `fn` reports a change. Dead
 // owners' leases are dropped first, those whose ports are free.
 template <class T, class Fn>
-Result<T> Transact(const std::string& dir, OwnerLiveness& liveness, PortProber& prober, Fn&& fn) {
+Result<T> Transact(const std::string& dir, OwnerLiveness& liveness, PortProber& prober,
+                   std::chrono::milliseconds lock_timeout, Fn&& fn) {
   const std::string lock_path = dir + "/lock";
-  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (lock.fd < 0) return Error{Errno("cannot open lock " + lock_path)};
-  while (::flock(lock.fd, LOCK_EX) != 0) {
-    if (errno != EINTR) return Error{Errno("cannot lock " + lock_path)};
-  }
+  ::fchmod(lock.fd, 0600);  // a lock file of an older version was 0644
+  if (Status l = LockWithDeadline(lock.fd, lock_path, lock_timeout); !l) return l.error();
   Result<std::vector<PortLease>> table = ReadTable(dir + "/leases");
   if (!table) return table.error();
   std::vector<PortLease>& t = table.value();
@@ -285,10 +329,11 @@ Result<PortBroker> PortBroker::Open(const PortBrokerConfig& config, PortProber& 
   }
   const std::string& dir = config.lease_dir;
   if (dir.empty() || dir[0] != '/') return Error{"lease dir '" + dir + "': must be an absolute path"};
-  // Create missing parents and the directory itself 0755.
+  // Create missing parents 0755 and the directory itself 0700: no one
+  // else may read the table or open (and flock) the lock.
   for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
     const std::string part = dir.substr(0, slash);
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdir(part.c_str(), slash == std::string::npos ? 0700 : 0755) != 0 && errno != EEXIST) {
       return Error{Errno("lease dir " + dir + ": cannot create " + part)};
     }
     if (slash == std::string::npos) break;
@@ -304,6 +349,8 @@ Result<PortBroker> PortBroker::Open(const PortBrokerConfig& config, PortProber& 
                  " and not writable by group or others"};
   }
   if (::access(dir.c_str(), R_OK | W_OK | X_OK) != 0) return Error{Errno("lease dir " + dir)};
+  // One made by an older version was 0755: ours, so it is closed now.
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) return Error{Errno("lease dir " + dir + ": chmod 0700")};
   return PortBroker(config, prober, liveness);
 }
 
@@ -326,7 +373,7 @@ Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
     total += w.count;
   }
   return Transact<std::vector<PortLease>>(
-      config_.lease_dir, *liveness_, *prober_,
+      config_.lease_dir, *liveness_, *prober_, config_.lock_timeout,
       [&](std::vector<PortLease>& table, bool& changed) -> Result<std::vector<PortLease>> {
         for (const auto& l : table) {
           if (l.owner.id == owner.id) {
@@ -394,7 +441,7 @@ Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
 }
 
 Result<int> PortBroker::Release(const std::string& id, std::vector<PortLease>* kept) {
-  return Transact<int>(config_.lease_dir, *liveness_, *prober_,
+  return Transact<int>(config_.lease_dir, *liveness_, *prober_, config_.lock_timeout,
                        [&](std::vector<PortLease>& table, bool& changed) -> Result<int> {
                          const size_t before = table.size();
                          table.erase(std::remove_if(table.begin(), table.end(),
@@ -413,7 +460,7 @@ Result<int> PortBroker::Release(const std::string& id, std::vector<PortLease>* k
 
 Result<std::vector<PortLease>> PortBroker::List() {
   return Transact<std::vector<PortLease>>(
-      config_.lease_dir, *liveness_, *prober_,
+      config_.lease_dir, *liveness_, *prober_, config_.lock_timeout,
       [](std::vector<PortLease>& table, bool&) -> Result<std::vector<PortLease>> { return table; });
 }
 

@@ -18,6 +18,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -98,12 +99,16 @@ struct PortBrokerConfig {
   PortRange range;
   std::string lease_dir = "/run/inferencex/ports";
   std::string ephemeral_range_file = "/proc/sys/net/ipv4/ip_local_port_range";
+  // How long a lease or release waits for the lease table's lock before it
+  // fails, naming the holder: nobody can make a step wait for ever.
+  std::chrono::milliseconds lock_timeout{10000};
 };
 
 class PortBroker {
  public:
   // Checks the range against the ephemeral range and creates or checks the
-  // lease directory (owned by us, not group- or world-writable, 0755 when new).
+  // lease directory (owned by us and not group- or world-writable; made
+  // 0700, its files 0600).
   static Result<PortBroker> Open(const PortBrokerConfig& config, PortProber& prober,
                                  OwnerLiveness& liveness);
 

@@ -1,7 +1,10 @@
 #include "core/ports.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -183,16 +186,73 @@ TEST(PortBroker, BadConfigurationAndRequests) {
   EXPECT_NE(b.value().Lease(Owner("1.0"), {{"Q", 1}}).error().message.find("already holds"), std::string::npos);
 }
 
-TEST(PortBroker, NewDirectoryIsCreated0755) {
+TEST(PortBroker, TheLeaseDirectoryAndItsFilesAreClosedToOthers) {
   TempDir d;
   FakeProber prober;
   FakeLiveness live;
   PortBrokerConfig c = Config(d, {20000, 20009});
   c.lease_dir = d.path() + "/run/inferencex/ports";
-  ASSERT_TRUE(PortBroker::Open(c, prober, live).ok());
+  auto b = PortBroker::Open(c, prober, live);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b.value().Lease(Owner("1.0"), {{"PORT", 1}}).ok());
   struct stat st{};
   ASSERT_EQ(::stat(c.lease_dir.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat((d.path() + "/run/inferencex").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);  // the parents stay open
+  for (const char* f : {"/lock", "/leases"}) {
+    ASSERT_EQ(::stat((c.lease_dir + f).c_str(), &st), 0) << f;
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << f;
+  }
+  // A directory an older version made 0755, with a 0644 lock, is closed.
+  ASSERT_EQ(::chmod(c.lease_dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod((c.lease_dir + "/lock").c_str(), 0644), 0);
+  auto again = PortBroker::Open(c, prober, live);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(again.value().List().ok());
+  ASSERT_EQ(::stat(c.lease_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat((c.lease_dir + "/lock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST(PortBroker, AHeldLockFailsTheStepAfterItsDeadlineNamingTheHolder) {
+  TempDir d;
+  FakeProber prober;
+  FakeLiveness live;
+  PortBrokerConfig c = Config(d, {20000, 20009});
+  c.lock_timeout = std::chrono::milliseconds(200);
+  auto b = PortBroker::Open(c, prober, live);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b.value().List().ok());  // creates the lock file
+  // Another process holds the lock (as `flock -s LOCK sleep 1000` would).
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t holder = ::fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    const int fd = ::open((c.lease_dir + "/lock").c_str(), O_RDONLY);
+    if (fd < 0 || ::flock(fd, LOCK_SH) != 0) ::_exit(1);
+    (void)!::write(ready[1], "x", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char x = 0;
+  ASSERT_EQ(::read(ready[0], &x, 1), 1);
+  const auto start = std::chrono::steady_clock::now();
+  auto got = b.value().Lease(Owner("2.0"), {{"PORT", 1}});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().message.find("cannot lock " + c.lease_dir + "/lock within 200 ms: held by pid " +
+                                     std::to_string(holder)),
+            std::string::npos)
+      << got.error().message;
+  EXPECT_GE(took, std::chrono::milliseconds(200));
+  EXPECT_LT(took, std::chrono::seconds(5));
+  // Released, the lock is taken again.
+  EXPECT_TRUE(b.value().Lease(Owner("2.0"), {{"PORT", 1}}).ok());
 }
 
 TEST(PortBroker, CorruptLeaseTableIsAnErrorNotAnEmptyTable) {

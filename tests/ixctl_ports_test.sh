@@ -15,7 +15,7 @@ sleep 300 & holder=$!
 out=$("$ixctl" ports lease --owner 5.0 --names PORT,ENGINE_PORT --block SCAN=3 --pid "$holder" "${range[@]}" --json) \
   || fail "lease failed: $out"
 [[ $out == *'"ports":{"PORT":23100,"ENGINE_PORT":23101,"SCAN":23102}'* ]] || fail "unexpected lease: $out"
-[[ $(stat -c '%U %a' "$leases") == "root 755" || $(id -u) -ne 0 ]] || fail "lease dir not root-owned 0755: $(stat -c '%U %a' "$leases")"
+[[ $(stat -c "%U %a" "$leases") == "root 700" || $(id -u) -ne 0 ]] || fail "lease dir not root-owned 0700: $(stat -c "%U %a" "$leases")"
 
 # The range is full: another owner is refused, naming range, ask and holder.
 err=$("$ixctl" ports lease --owner 6.0 --names X "${range[@]}" 2>&1) && fail "lease in a full range succeeded"
