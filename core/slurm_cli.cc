@@ -716,12 +716,20 @@ std::vector<std::string> RealSlurmCli::QueueArgv(const std::vector<int64_t>& job
 
 Result<int64_t> RealSlurmCli::Submit(const std::vector<std::string>& sbatch_args, const std::string& script_path) {
   Result<CommandOutput> r = Run(SubmitArgv(sbatch_args, script_path));
-  if (!r) return Error{"sbatch " + script_path + ": " + r.error().message + " (the job may or may not exist)"};
+  if (!r) return Error{"sbatch " + script_path + ": " + r.error().message + " " + kSubmitOutcomeUnknown};
   const CommandOutput& o = r.value();
+  // Killed by a signal: slurmctld may have taken the job before sbatch died.
+  if (o.signal) return Error{"sbatch " + script_path + " " + o.Describe() + " " + kSubmitOutcomeUnknown};
   if (!o.ok()) return Error{"sbatch rejected " + script_path + " (" + o.Describe() + "): " + Said(o)};
+  // Exit 0 means slurmctld accepted a job; only its id is missing.
   Result<int64_t> id = ParseSbatchParsable(o.out);
-  if (!id) return Error{"sbatch " + script_path + ": " + id.error().message};
+  if (!id) return Error{"sbatch " + script_path + ": " + id.error().message + " " + kSubmitOutcomeUnknown};
   return id;
+}
+
+bool SubmitOutcomeUnknown(const Error& e) {
+  const std::string_view m = e.message, tail = kSubmitOutcomeUnknown;
+  return m.size() >= tail.size() && m.substr(m.size() - tail.size()) == tail;
 }
 
 Status RealSlurmCli::Cancel(const std::vector<std::string>& ids, std::optional<SlurmState> only_in_state) {

@@ -169,7 +169,10 @@ class SlurmCli {
  public:
   virtual ~SlurmCli() = default;
   // sbatch --parsable ARGS... SCRIPT; the job id. A rejection carries
-  // sbatch's stderr verbatim.
+  // sbatch's stderr verbatim. An error for which SubmitOutcomeUnknown holds
+  // (sbatch timed out, was killed, or exited 0 without an id) may have
+  // created the job: the caller must look it up by name before submitting
+  // it again.
   virtual Result<int64_t> Submit(const std::vector<std::string>& sbatch_args, const std::string& script_path) = 0;
   // scancel IDS ("123" or "123_4"), only those in `only_in_state` when set
   // (PENDING, RUNNING or SUSPENDED: what scancel --state accepts). Jobs that
@@ -185,6 +188,12 @@ class SlurmCli {
   // created before the submitter died.
   virtual Result<std::vector<int64_t>> FindJobsByName(const std::string& name) = 0;
 };
+
+// What ends the message of a Submit error whose job may exist all the same.
+inline constexpr const char* kSubmitOutcomeUnknown = "(the job may or may not exist)";
+// Whether a Submit error leaves it open that sbatch created the job: only a
+// clean rejection (sbatch exited non-zero) proves it did not.
+bool SubmitOutcomeUnknown(const Error& e);
 
 // Where the programs are; plain names are looked up in the environment's PATH.
 struct SlurmPrograms {

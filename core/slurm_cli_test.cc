@@ -371,6 +371,32 @@ TEST(RealSlurmCli, RejectionCarriesSbatchStderrVerbatim) {
   EXPECT_EQ(by_path.Submit({}, "/s/x.sh").value(), 77);
 }
 
+// Only a clean rejection proves no job was made; a timeout, a kill or an
+// answer without an id leave it open, and the caller must look it up.
+TEST(RealSlurmCli, SubmitSaysWhenTheJobMayExist) {
+  TempDir d;
+  SlurmPrograms p;
+  p.sbatch = FakeTool(d, "sbatch", "echo 'sbatch: error: invalid partition' >&2\nexit 1");
+  Result<int64_t> rejected = RealSlurmCli(kEnv, p).Submit({}, "/s/x.sh");
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_FALSE(SubmitOutcomeUnknown(rejected.error())) << rejected.error().message;
+
+  p.sbatch = FakeTool(d, "sbatch2", "echo 'Submitted batch job 12'");
+  Result<int64_t> odd = RealSlurmCli(kEnv, p).Submit({}, "/s/x.sh");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_TRUE(SubmitOutcomeUnknown(odd.error())) << odd.error().message;
+
+  p.sbatch = FakeTool(d, "sbatch3", "sleep 5");
+  Result<int64_t> slow = RealSlurmCli(kEnv, p, std::chrono::milliseconds(200)).Submit({}, "/s/x.sh");
+  ASSERT_FALSE(slow.ok());
+  EXPECT_TRUE(SubmitOutcomeUnknown(slow.error())) << slow.error().message;
+
+  p.sbatch = FakeTool(d, "sbatch4", "kill -9 $$");
+  Result<int64_t> killed = RealSlurmCli(kEnv, p).Submit({}, "/s/x.sh");
+  ASSERT_FALSE(killed.ok());
+  EXPECT_TRUE(SubmitOutcomeUnknown(killed.error())) << killed.error().message;
+}
+
 TEST(RealSlurmCli, QueueArgvAndParsing) {
   TempDir d;
   SlurmPrograms p;

@@ -21,6 +21,7 @@
 #include "submitter/sweep_files.h"
 #include "submitter/sweep_plan.h"
 #include "submitter/sweep_selection.h"
+#include "submitter/sweep_submit.h"
 #include "submitter/sweep_task.h"
 
 namespace ix {
@@ -50,55 +51,6 @@ std::string SelfPath() {
   std::error_code ec;
   const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string("ixsubmit") : p.string();
-}
-
-// Submits every job not yet submitted, in order. A job left "submitting"
-// by a submitter that died is looked up by its unique name first, so a
-// resumed sweep never submits it twice.
-Status SubmitPending(SweepStore& store, const std::string& id, const SweepManifest& m, SlurmCli& cli) {
-  const SubmitSettings& s = m.settings;
-  Result<std::vector<JobRecord>> pending = store.JobsNeedingSubmission(id);
-  if (!pending) return pending.error();
-  for (const JobRecord& j : pending.value()) {
-    const PlannedJob* pj = nullptr;
-    for (const PlannedJob& x : m.plan.jobs) {
-      if (x.key == j.key) pj = &x;
-    }
-    if (!pj) return Error{"sweep " + id + ": job " + j.key + " is not in " + m.sweep_dir + "/sweep.json"};
-    if (j.NeedsLookup()) {
-      Result<std::vector<int64_t>> found = cli.FindJobsByName(j.job_name);
-      if (!found) return found.error();
-      if (!found.value().empty()) {
-        if (Status st = store.MarkSubmitted(id, j.key, found.value().back()); !st) return st;
-        std::printf("sweep %s: %s was submitted before the interruption as job %lld\n", id.c_str(), j.key.c_str(),
-                    static_cast<long long>(found.value().back()));
-        continue;
-      }
-      if (Status st = store.AbandonSubmission(id, j.key); !st) return st;
-    }
-    int64_t dep = 0;
-    if (!j.depends_on.empty()) {
-      Result<LoadedSweep> l = store.LoadSweep(id);
-      if (!l) return l.error();
-      const JobRecord* d = l.value().FindJob(j.depends_on);
-      if (d && d->slurm_job_id) dep = *d->slurm_job_id;
-    }
-    Result<JobRecord> marked = store.MarkSubmitting(id, j.key);
-    if (!marked) return marked.error();
-    std::vector<std::string> args = SbatchArgs(m, *pj, s, dep);
-    args.push_back("--comment=" + marked.value().submit_token);
-    Result<int64_t> jid = cli.Submit(args, ScriptPath(m, *pj));
-    if (!jid) {
-      (void)store.AbandonSubmission(id, j.key);
-      return jid.error();
-    }
-    if (Status st = store.MarkSubmitted(id, j.key, jid.value()); !st) return st;
-    std::printf("sweep %s: submitted %s as job %lld (%zu entries%s)\n", id.c_str(), j.key.c_str(),
-                static_cast<long long>(jid.value()), pj->entries.size(),
-                dep ? (", after job " + std::to_string(dep)).c_str() : "");
-  }
-  std::fflush(stdout);
-  return Ok{};
 }
 
 std::string Counts(const EntryCounts& c) {
