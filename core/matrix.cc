@@ -308,116 +308,121 @@ class Generator {
     return sel;
   }
 
+  // Eval marking, as the reference's main(): mark_eval_entries (agentic
+  // entries too with --evals-only/--all-evals), then for --all-evals
+  // mark_all_eval_entries, then the evals-only filter.
   std::vector<MatrixEntry> MarkEvals() {
-    std::vector<MatrixEntry> out;
-    out.reserve(entries_.size());
     const EvalMode mode = o_.evals;
     if (mode == EvalMode::kNone) return std::move(entries_);
+    std::vector<std::vector<size_t>> members;
+    const std::vector<size_t> group = MultinodeGroups(members);
+    if (mode == EvalMode::kAll) return MarkAllEvals(group, members);
     const std::vector<bool> sn_fixed = SingleFixedEvals();
     const std::vector<bool> sn_agentic = SingleAgenticEvals();
-    // Multinode agentic entries of equal configuration (apart from the
-    // concurrency) form one eval candidate, wherever their rows are.
-    std::unordered_map<std::string, size_t> group_of;  // identity -> index in `out`
-    std::vector<std::vector<size_t>> members;          // per group: entry indices
-    std::vector<size_t> group_slot;                    // per group: index in `out`
-    std::string ident;
+    // mark_eval_entries' mn_groups/ag_mn_groups: one eval per multinode
+    // group, the member holding the highest concurrency >= 16 (the first on
+    // a tie, as Python's max), with that concurrency as eval-conc.
+    std::vector<int64_t> mn_eval(entries_.size(), 0);  // 0: not the group's eval
+    for (const std::vector<size_t>& m : members) {
+      if (mode == EvalMode::kDefault && entries_[m[0]].agentic()) continue;  // agentic evals are opt-in
+      size_t best = 0;
+      int64_t top = 0;
+      for (size_t i : m) {
+        const int64_t t = TopEvalConc(entries_[i].concs);
+        if (t > top) best = i, top = t;
+      }
+      if (top > 0) mn_eval[best] = top;
+    }
+    std::vector<MatrixEntry> out;
+    out.reserve(entries_.size());
     for (size_t i = 0; i < entries_.size(); ++i) {
       MatrixEntry& e = entries_[i];
+      bool mark = false;
       switch (e.kind) {
-        case EntryKind::kSingleFixed:
-          if (mode == EvalMode::kDefault) {
-            e.run_eval = sn_fixed[i] ? RunEval::kTrue : RunEval::kFalse;
-            out.push_back(std::move(e));
-          } else if ((mode == EvalMode::kOnly && sn_fixed[i]) || (mode == EvalMode::kAll && Is8k1k(e))) {
-            e.run_eval = RunEval::kTrue;
-            e.eval_only = true;
-            out.push_back(std::move(e));
-          }
+        case EntryKind::kSingleFixed: mark = sn_fixed[i]; break;
+        case EntryKind::kSingleAgentic: mark = mode == EvalMode::kOnly && sn_agentic[i]; break;
+        case EntryKind::kMultiFixed:
+        case EntryKind::kMultiAgentic:
+          mark = mn_eval[i] > 0;
+          e.has_eval_conc = mark;
+          e.eval_conc = mn_eval[i];
           break;
-        case EntryKind::kMultiFixed: {
-          int64_t top = 0;
-          for (int64_t v : e.concs) top = v >= kEvalMinConc ? std::max(top, v) : top;
-          const bool eligible = Is8k1k(e) && top > 0;
-          if (mode == EvalMode::kAll) {
-            if (!Is8k1k(e)) break;
-            e.run_eval = RunEval::kTrue;
-            e.eval_all_concs = true;
-            e.eval_only = true;
-            out.push_back(std::move(e));
-            break;
-          }
-          if (eligible) {
-            e.run_eval = RunEval::kTrue;
-            e.has_eval_conc = true;
-            e.eval_conc = top;
-            e.eval_only = mode == EvalMode::kOnly;
-          }
-          if (mode == EvalMode::kDefault || eligible) out.push_back(std::move(e));
-          break;
-        }
-        case EntryKind::kSingleAgentic:
-          if (mode == EvalMode::kDefault) {
-            e.run_eval = RunEval::kFalse;
-            out.push_back(std::move(e));
-          } else if (mode == EvalMode::kAll || sn_agentic[i]) {
-            e.run_eval = RunEval::kTrue;
-            e.eval_only = true;
-            out.push_back(std::move(e));
-          }
-          break;
-        case EntryKind::kMultiAgentic: {
-          if (mode == EvalMode::kDefault) {
-            e.run_eval = RunEval::kFalse;
-            out.push_back(std::move(e));
-            break;
-          }
-          ident.clear();
-          AppendMatrixEntry(ident, e, /*without_conc=*/true);
-          auto [it, fresh] = group_of.emplace(ident, members.size());
-          if (fresh) {
-            members.emplace_back();
-            group_slot.push_back(out.size());
-            out.emplace_back();  // filled below
-          }
-          members[it->second].push_back(i);
-          break;
-        }
       }
-    }
-    if (members.empty()) return out;
-    // Fill the multinode agentic group slots; drop the empty ones.
-    std::vector<bool> drop(out.size(), false);
-    for (size_t g = 0; g < members.size(); ++g) {
-      const std::vector<size_t>& m = members[g];
-      MatrixEntry& slot = out[group_slot[g]];
-      int64_t top = 0;
-      for (size_t i : m) top = std::max(top, entries_[i].concs[0]);
-      if (mode == EvalMode::kAll) {
-        slot = entries_[m[0]];
-        slot.concs.clear();
-        for (size_t i : m) slot.concs.push_back(entries_[i].concs[0]);
-      } else if (top >= kEvalMinConc) {
-        for (size_t i : m) {
-          if (entries_[i].concs[0] == top) {
-            slot = entries_[i];
-            break;
-          }
-        }
-      } else {
-        drop[group_slot[g]] = true;
-        continue;
+      // The reference sets run-eval on every entry, agentic ones too.
+      e.run_eval = mark ? RunEval::kTrue : RunEval::kFalse;
+      if (mode == EvalMode::kOnly) {
+        if (!mark) continue;
+        e.eval_only = true;
       }
-      slot.run_eval = RunEval::kTrue;
-      slot.has_eval_conc = true;
-      slot.eval_conc = top;
-      slot.eval_only = true;
+      out.push_back(std::move(e));
     }
-    std::vector<MatrixEntry> kept;
-    kept.reserve(out.size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (!drop[i]) kept.push_back(std::move(out[i]));
+    return out;
+  }
+
+  // The highest concurrency >= 16 of `concs`, 0 when none.
+  static int64_t TopEvalConc(const std::vector<int64_t>& concs) {
+    int64_t top = 0;
+    for (int64_t v : concs) top = v >= kEvalMinConc ? std::max(top, v) : top;
+    return top;
+  }
+
+  // The reference's _multinode_parallelism_key groups: 8k1k multinode
+  // fixed-seq-len entries and multinode agentic entries equal apart from
+  // conc, exp-name and the eval fields, wherever their rows are (two
+  // search-space rows of one topology with different conc-lists are one
+  // group). Returns each entry's group (npos: none); `members` lists each
+  // group's entries in order.
+  std::vector<size_t> MultinodeGroups(std::vector<std::vector<size_t>>& members) const {
+    std::vector<size_t> group(entries_.size(), std::string::npos);
+    std::unordered_map<std::string, size_t> group_of;
+    std::string ident;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const MatrixEntry& e = entries_[i];
+      if (e.kind != EntryKind::kMultiAgentic && !(e.kind == EntryKind::kMultiFixed && Is8k1k(e))) continue;
+      ident.clear();
+      AppendMultinodeIdentity(ident, e);
+      auto [it, fresh] = group_of.emplace(ident, members.size());
+      if (fresh) members.emplace_back();
+      members[it->second].push_back(i);
+      group[i] = it->second;
     }
-    return kept;
+    return group;
+  }
+
+  // --all-evals (mark_all_eval_entries, then the evals-only filter): every
+  // 8k1k single-node entry and every single-node agentic entry; each
+  // multinode group as one entry at its first member's place, the first
+  // member with the sorted distinct concurrencies of the whole group
+  // (fixed-seq-len: eval-all-concs; agentic: eval-conc, the highest).
+  std::vector<MatrixEntry> MarkAllEvals(const std::vector<size_t>& group,
+                                        const std::vector<std::vector<size_t>>& members) {
+    std::vector<MatrixEntry> out;
+    std::vector<bool> placed(members.size(), false);
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      MatrixEntry& e = entries_[i];
+      const size_t g = group[i];
+      if (g != std::string::npos) {
+        if (placed[g]) continue;  // merged into the group's first member
+        placed[g] = true;
+        std::vector<int64_t> concs;
+        for (size_t j : members[g]) concs.insert(concs.end(), entries_[j].concs.begin(), entries_[j].concs.end());
+        std::sort(concs.begin(), concs.end());
+        concs.erase(std::unique(concs.begin(), concs.end()), concs.end());
+        if (e.kind == EntryKind::kMultiAgentic) {
+          e.has_eval_conc = true;
+          e.eval_conc = concs.back();
+        } else {
+          e.eval_all_concs = true;
+        }
+        e.concs = std::move(concs);
+      } else if (!e.agentic() && !Is8k1k(e)) {
+        continue;  // evals run at 8k1k only
+      }
+      e.run_eval = RunEval::kTrue;
+      e.eval_only = true;
+      out.push_back(std::move(e));
+    }
+    return out;
   }
 
   // --runner-node-filter: one copy of each entry per node of its runner

@@ -1,6 +1,8 @@
 #include "core/matrix_json.h"
 
+#include <algorithm>
 #include <charconv>
+#include <vector>
 
 namespace ix {
 namespace {
@@ -39,16 +41,19 @@ void Sep(std::string& out) { out += ", "; }
 
 void Bool(std::string& out, bool b) { out += b ? "true" : "false"; }
 
-void Named(std::string& out, const NamedVersion& nv) {
+// `canonical`: one key order whatever was written, for identities (the
+// reference compares these objects as dicts, where order does not count).
+void Named(std::string& out, const NamedVersion& nv, bool canonical = false) {
+  const bool version_first = nv.version_first && !canonical;
   out += '{';
-  if (nv.version && nv.version_first) {
+  if (nv.version && version_first) {
     AppendKey(out, "version");
     AppendJsonString(out, *nv.version);
     Sep(out);
   }
   AppendKey(out, "name");
   AppendJsonString(out, nv.name);
-  if (nv.version && !nv.version_first) {
+  if (nv.version && !version_first) {
     Sep(out);
     AppendKey(out, "version");
     AppendJsonString(out, *nv.version);
@@ -56,8 +61,17 @@ void Named(std::string& out, const NamedVersion& nv) {
   out += '}';
 }
 
-void Worker(std::string& out, const WorkerSpec& w) {
+void Worker(std::string& out, const WorkerSpec& w, bool canonical = false) {
   using F = WorkerSpec::Field;
+  // Canonical: the written fields in enum order, then pp, dcp-size, pcp-size
+  // (a written `pp: 1` equals the default the reference adds).
+  std::vector<F> canonical_order;
+  if (canonical) {
+    for (F f : w.order) {
+      if (f != F::kPp && f != F::kDcpSize && f != F::kPcpSize) canonical_order.push_back(f);
+    }
+    std::sort(canonical_order.begin(), canonical_order.end());
+  }
   out += '{';
   bool first = true;
   bool pp = false, dcp = false, pcp = false;
@@ -66,7 +80,7 @@ void Worker(std::string& out, const WorkerSpec& w) {
     first = false;
     AppendKey(out, key);
   };
-  for (F f : w.order) {
+  for (F f : canonical ? canonical_order : w.order) {
     switch (f) {
       case F::kNumWorker: field("num-worker"), AppendJsonInt(out, w.num_worker); break;
       case F::kTp: field("tp"), AppendJsonInt(out, w.tp); break;
@@ -175,7 +189,11 @@ void AppendJsonInt(std::string& out, int64_t v) {
   out.append(buf, r.ptr);
 }
 
-void AppendMatrixEntry(std::string& out, const MatrixEntry& e, bool without_conc) {
+namespace {
+
+// `identity`: as without_conc, and also without run-eval and the eval
+// fields, nested objects in canonical key order.
+void Entry(std::string& out, const MatrixEntry& e, bool without_conc, bool identity) {
   const ConfigEntry& c = *e.config;
   const SearchSpaceEntry& s = *e.ss;
   out += '{';
@@ -203,23 +221,22 @@ void AppendMatrixEntry(std::string& out, const MatrixEntry& e, bool without_conc
       Str(out, "spec-decoding", s.spec_decoding);
       if (!without_conc) Str(out, "exp-name", ExpName(e));
       Flag(out, "disagg", c.disagg);
-      RunEvalField(out, e);
-      EvalTail(out, e);
+      if (!identity) RunEvalField(out, e), EvalTail(out, e);
       break;
     case EntryKind::kMultiFixed:
       Int(out, "isl", e.row->isl);
       Int(out, "osl", e.row->osl);
       Str(out, "spec-decoding", s.spec_decoding);
-      Sep(out), AppendKey(out, "prefill"), Worker(out, s.prefill);
-      Sep(out), AppendKey(out, "decode"), Worker(out, s.decode);
+      Sep(out), AppendKey(out, "prefill"), Worker(out, s.prefill, identity);
+      Sep(out), AppendKey(out, "decode"), Worker(out, s.decode, identity);
       if (!without_conc) Sep(out), AppendKey(out, "conc"), IntList(out, e.concs);
       Int(out, "max-model-len", e.row->isl + e.row->osl + 256);
       if (!without_conc) Str(out, "exp-name", ExpName(e));
       Flag(out, "disagg", c.disagg);
-      RunEvalField(out, e);
-      if (router) Sep(out), AppendKey(out, "router"), Named(out, *router);
+      if (!identity) RunEvalField(out, e);
+      if (router) Sep(out), AppendKey(out, "router"), Named(out, *router, identity);
       if (p2p) Str(out, "kv-p2p-transfer", *p2p);
-      EvalTail(out, e);
+      if (!identity) EvalTail(out, e);
       break;
     case EntryKind::kSingleAgentic:
       Int(out, "tp", s.tp);
@@ -235,15 +252,14 @@ void AppendMatrixEntry(std::string& out, const MatrixEntry& e, bool without_conc
       Int(out, "duration", e.row->duration);
       if (!without_conc) Str(out, "exp-name", ExpName(e));
       Str(out, "scenario-type", "agentic-coding");
-      if (s.kv_offload_backend) Sep(out), AppendKey(out, "kv-offload-backend"), Named(out, *s.kv_offload_backend);
-      if (router) Sep(out), AppendKey(out, "router"), Named(out, *router);
-      RunEvalField(out, e);
-      EvalTail(out, e);
+      if (s.kv_offload_backend) Sep(out), AppendKey(out, "kv-offload-backend"), Named(out, *s.kv_offload_backend, identity);
+      if (router) Sep(out), AppendKey(out, "router"), Named(out, *router, identity);
+      if (!identity) RunEvalField(out, e), EvalTail(out, e);
       break;
     case EntryKind::kMultiAgentic:
       Str(out, "spec-decoding", s.spec_decoding);
-      Sep(out), AppendKey(out, "prefill"), Worker(out, s.prefill);
-      Sep(out), AppendKey(out, "decode"), Worker(out, s.decode);
+      Sep(out), AppendKey(out, "prefill"), Worker(out, s.prefill, identity);
+      Sep(out), AppendKey(out, "decode"), Worker(out, s.decode, identity);
       if (!without_conc) Sep(out), AppendKey(out, "conc"), IntList(out, e.concs);
       Str(out, "kv-offloading", s.kv_offloading);
       Int(out, "total-cpu-dram-gb", e.total_cpu_dram_gb);
@@ -251,14 +267,23 @@ void AppendMatrixEntry(std::string& out, const MatrixEntry& e, bool without_conc
       if (!without_conc) Str(out, "exp-name", ExpName(e));
       Flag(out, "disagg", c.disagg);
       Str(out, "scenario-type", "agentic-coding");
-      if (s.kv_offload_backend) Sep(out), AppendKey(out, "kv-offload-backend"), Named(out, *s.kv_offload_backend);
-      if (router) Sep(out), AppendKey(out, "router"), Named(out, *router);
+      if (s.kv_offload_backend) Sep(out), AppendKey(out, "kv-offload-backend"), Named(out, *s.kv_offload_backend, identity);
+      if (router) Sep(out), AppendKey(out, "router"), Named(out, *router, identity);
       if (p2p) Str(out, "kv-p2p-transfer", *p2p);
-      RunEvalField(out, e);
-      EvalTail(out, e);
+      if (!identity) RunEvalField(out, e), EvalTail(out, e);
       break;
   }
   out += '}';
+}
+
+}  // namespace
+
+void AppendMatrixEntry(std::string& out, const MatrixEntry& e, bool without_conc) {
+  Entry(out, e, without_conc, /*identity=*/false);
+}
+
+void AppendMultinodeIdentity(std::string& out, const MatrixEntry& e) {
+  Entry(out, e, /*without_conc=*/true, /*identity=*/true);
 }
 
 void AppendMatrixList(std::string& out, const std::vector<MatrixEntry>& entries) {

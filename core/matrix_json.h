@@ -23,6 +23,11 @@ void AppendJsonInt(std::string& out, int64_t v);
 // One matrix entry as a JSON object; `without_conc` leaves out conc and
 // exp-name (the identity of a config apart from its concurrency).
 void AppendMatrixEntry(std::string& out, const MatrixEntry& e, bool without_conc = false);
+// The reference's _multinode_parallelism_key as a string: the entry without
+// conc, exp-name, run-eval, eval-conc, eval-all-concs and eval-only, nested
+// objects in one key order (the reference compares them as dicts, where
+// written order does not count). Equal strings, equal identities.
+void AppendMultinodeIdentity(std::string& out, const MatrixEntry& e);
 void AppendMatrixList(std::string& out, const std::vector<MatrixEntry>& entries);
 // "[...]", no trailing newline.
 std::string MatrixToJson(const std::vector<MatrixEntry>& entries);
