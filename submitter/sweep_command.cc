@@ -18,6 +18,7 @@
 #include "core/sweep_store.h"
 #include "submitter/matrix_options.h"
 #include "submitter/sweep_container.h"
+#include "submitter/sweep_dir.h"
 #include "submitter/sweep_files.h"
 #include "submitter/sweep_plan.h"
 #include "submitter/sweep_selection.h"
@@ -97,7 +98,7 @@ std::optional<EntryUpdate> Observe(const EntryRecord& e, const SweepManifest& m,
                                    const std::map<std::string, QueueTask>& queue, std::map<int64_t, int>& missing) {
   EntryUpdate u;
   u.index = e.index;
-  const std::optional<TaskStatus> st = ReadTaskStatus(ResultDir(m, e.index));
+  const std::optional<TaskStatus> st = ReadTaskStatus(ResultDir(m, e.index), m.sweep_id);
   if (st && (st->state == "succeeded" || st->state == "failed")) {
     u.state = st->state == "succeeded" ? EntryState::kSucceeded : EntryState::kFailed;
     u.started_at = st->started;
@@ -424,6 +425,8 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
     if (!l) return std::cerr << me << ": " << l.error().message << "\n", 1;
     Result<SweepManifest> m = ReadSweepManifest(l.value().sweep.sweep_dir);
     if (!m) return std::cerr << me << ": " << m.error().message << "\n", 1;
+    Result<SweepLock> lock = LockSweepDir(m.value().sweep_dir, *resume);
+    if (!lock) return std::cerr << me << ": " << lock.error().message << "\n", 1;
     std::printf("sweep %s: resuming (%s)\n", resume->c_str(), m.value().sweep_dir.c_str());
     if (Status s = SubmitPending(store.value(), *resume, m.value(), cli); !s) {
       return std::cerr << me << ": " << s.error().message << "\n", 1;
@@ -473,6 +476,27 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
   if (m.container.enabled) {
     if (Status s = CheckSweepContainers(m, config.value()); !s) return std::cerr << me << ": " << s.error().message << "\n", 1;
   }
+  m.dry_run = dry_run;
+  // One submitter per sweep, one live sweep per directory: the lock first,
+  // then the directory's earlier sweep is checked, then sweep.json written.
+  std::filesystem::create_directories(m.sweep_dir, ec);
+  if (ec) return std::cerr << me << ": cannot create " << m.sweep_dir << ": " << ec.message() << "\n", 1;
+  Result<SweepLock> lock = LockSweepDir(m.sweep_dir, m.sweep_id);
+  if (!lock) return std::cerr << me << ": " << lock.error().message << "\n", 1;
+  Result<SweepStore> store = OpenSweepStore(db);
+  if (!store) return std::cerr << me << ": " << store.error().message << "\n", 1;
+  const auto state_of = [&](const std::string& other) -> std::optional<SweepState> {
+    Result<LoadedSweep> o = store.value().LoadSweep(other);
+    return o ? std::optional<SweepState>(o.value().sweep.state) : std::nullopt;
+  };
+  const auto in_slurm = [&](const std::string& name) -> Result<bool> {
+    Result<std::vector<int64_t>> found = cli.FindJobsByName(name);
+    if (!found) return found.error();
+    return !found.value().empty();
+  };
+  if (Status s = ClaimSweepDir(m.sweep_dir, m.sweep_id, state_of, in_slurm); !s) {
+    return std::cerr << me << ": " << s.error().message << "\n", 1;
+  }
   if (Status s = WriteSweepFiles(m); !s) return std::cerr << me << ": " << s.error().message << "\n", 1;
   for (const std::string& line : DescribeImages(m, PathExistsOnDisk)) std::printf("sweep: %s\n", line.c_str());
 
@@ -512,8 +536,6 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
       return 1;
     }
   }
-  Result<SweepStore> store = OpenSweepStore(db);
-  if (!store) return std::cerr << me << ": " << store.error().message << "\n", 1;
   NewSweep ns;
   ns.id = m.sweep_id;
   ns.mode = mode.value();

@@ -61,6 +61,7 @@ Status WriteSweepFiles(const SweepManifest& m) {
   w.Key("ixsubmit"); str(m.ixsubmit);
   w.Key("recipe_dir"); str(m.recipe_dir);
   w.Key("fail_fast"); w.Bool(m.fail_fast);
+  w.Key("dry_run"); w.Bool(m.dry_run);
   w.Key("client");
   w.StartArray();
   for (const auto& a : m.client) str(a);
@@ -151,6 +152,7 @@ Result<SweepManifest> ReadSweepManifest(const std::string& sweep_dir) {
   m.ixsubmit = s(d, "ixsubmit");
   m.recipe_dir = s(d, "recipe_dir");
   m.fail_fast = b(d, "fail_fast");
+  m.dry_run = b(d, "dry_run");
   Result<SweepMode> mode = ParseSweepMode(s(d, "mode"));
   if (!mode) return Error{path + ": field 'mode': " + mode.error().message};
   m.plan.mode = mode.value();

@@ -33,6 +33,7 @@ struct SweepManifest {
   std::string ixsubmit;  // the program the scripts exec
   std::string recipe_dir;
   bool fail_fast = false;
+  bool dry_run = false;  // written by --dry-run: nothing reads it, a real sweep may take the directory
   std::vector<std::string> client;  // the step's client argv
   SubmitSettings settings;          // kept, so a resumed submitter submits the same way
   ContainerSettings container;      // what every task's step runs in; kept the same way

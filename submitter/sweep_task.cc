@@ -26,11 +26,12 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void WriteStatus(const std::string& dir, const std::string& state, const std::string& task, double started,
-                 double ended, int exit_code, const std::string& reason, const std::string& process) {
+void WriteStatus(const std::string& dir, const std::string& sweep, const std::string& state, const std::string& task,
+                 double started, double ended, int exit_code, const std::string& reason, const std::string& process) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
+  w.Key("sweep"); w.String(sweep.c_str());  // so a later sweep in this directory never reads it as its own
   w.Key("state"); w.String(state.c_str());
   w.Key("task"); w.String(task.c_str());
   w.Key("started_at"); w.Double(started);
@@ -55,13 +56,16 @@ std::string Env(const char* name) {
 
 }  // namespace
 
-std::optional<TaskStatus> ReadTaskStatus(const std::string& dir) {
+std::optional<TaskStatus> ReadTaskStatus(const std::string& dir, const std::string& sweep_id) {
   int err = 0;
   const std::string text = ReadFileText(dir + "/status.json", &err);
   if (err) return std::nullopt;
   rapidjson::Document d;
   d.Parse(text.c_str());
   if (d.HasParseError() || !d.IsObject() || !d.HasMember("state") || !d["state"].IsString()) return std::nullopt;
+  // Left by an earlier sweep in a reused directory (or one written before
+  // the sweep id was kept): not this sweep's outcome.
+  if (!d.HasMember("sweep") || !d["sweep"].IsString() || sweep_id != d["sweep"].GetString()) return std::nullopt;
   TaskStatus s;
   s.state = d["state"].GetString();
   if (d.HasMember("started_at") && d["started_at"].IsNumber()) s.started = d["started_at"].GetDouble();
@@ -104,7 +108,7 @@ int RunTaskCommand(const std::vector<std::string>& args) {
   const std::string rdir = ResultDir(m.value(), e.index);
   ::mkdir(rdir.c_str(), 0755);
   const double started = Now();
-  WriteStatus(rdir, "running", task, started, 0, 0, "", "");
+  WriteStatus(rdir, m.value().sweep_id, "running", task, started, 0, 0, "", "");
   std::printf("ixsubmit task: entry %lld: %s %s conc %lld (%s), results in %s\n", static_cast<long long>(e.index),
               e.config_key.c_str(), e.arm.c_str(), static_cast<long long>(e.conc), e.recipe.c_str(), rdir.c_str());
   std::fflush(stdout);
@@ -144,7 +148,7 @@ int RunTaskCommand(const std::vector<std::string>& args) {
       reason = "srun exited with status " + std::to_string(code) + " (see " + rdir + "/step.log)";
     }
   }
-  WriteStatus(rdir, code == 0 ? "succeeded" : "failed", task, started, Now(), code, reason, process);
+  WriteStatus(rdir, m.value().sweep_id, code == 0 ? "succeeded" : "failed", task, started, Now(), code, reason, process);
   std::printf("ixsubmit task: entry %lld %s%s%s\n", static_cast<long long>(e.index),
               code == 0 ? "succeeded" : "failed: ", code == 0 ? "" : reason.c_str(), "");
   std::fflush(stdout);

@@ -23,8 +23,9 @@ struct TaskStatus {
   int64_t exit_code = 0;
   std::string reason, process;
 };
-// The status.json in `dir`, when its task wrote one that parses.
-std::optional<TaskStatus> ReadTaskStatus(const std::string& dir);
+// The status.json in `dir`, when a task of sweep `sweep_id` wrote one that
+// parses (one of another sweep that used the directory is not).
+std::optional<TaskStatus> ReadTaskStatus(const std::string& dir, const std::string& sweep_id);
 
 int RunTaskCommand(const std::vector<std::string>& args);
 
