@@ -536,6 +536,18 @@ std::string MakeSweepId(double now) {
 // ---- free functions -----------------------------------------------------------------
 
 Result<std::string> DefaultDbPath(const std::vector<std::string>& env) {
+  const std::optional<std::string> xdg = FindEnv(env, "XDG_STATE_HOME");
+  if (xdg && !xdg->empty() && (*xdg)[0] == '/') return *xdg + "/inferencex/ix.db";
+  const std::optional<std::string> home = FindEnv(env, "HOME");
+  if (home && !home->empty() && (*home)[0] == '/') {
+    const std::string base = home->back() == '/' ? home->substr(0, home->size() - 1) : *home;
+    return base + "/.local/state/inferencex/ix.db";
+  }
+  return Error{"cannot choose where the sweep database goes: neither XDG_STATE_HOME nor HOME is an absolute path; "
+               "pass --db PATH"};
+}
+
+std::optional<std::string> LegacyDbPath(const std::vector<std::string>& env) {
   const std::optional<std::string> xdg = FindEnv(env, "XDG_DATA_HOME");
   if (xdg && !xdg->empty() && (*xdg)[0] == '/') return *xdg + "/inferencex/ix.db";
   const std::optional<std::string> home = FindEnv(env, "HOME");
@@ -543,8 +555,7 @@ Result<std::string> DefaultDbPath(const std::vector<std::string>& env) {
     const std::string base = home->back() == '/' ? home->substr(0, home->size() - 1) : *home;
     return base + "/.local/share/inferencex/ix.db";
   }
-  return Error{"cannot choose where the sweep database goes: neither XDG_DATA_HOME nor HOME is an absolute path; "
-               "pass --db PATH"};
+  return std::nullopt;
 }
 
 const char* StateName(SweepState s) { return kSweepStates[static_cast<size_t>(s)]; }

@@ -18,6 +18,7 @@
 #include "core/sweep_store.h"
 #include "submitter/matrix_options.h"
 #include "submitter/sweep_container.h"
+#include "submitter/sweep_db.h"
 #include "submitter/sweep_dir.h"
 #include "submitter/sweep_files.h"
 #include "submitter/sweep_plan.h"
@@ -333,13 +334,14 @@ const char kContainerHelp[] =
 }  // namespace
 
 Result<SweepStore> OpenSweepStore(const std::optional<std::string>& db) {
-  std::string path;
-  if (db) {
-    path = *db;
-  } else {
-    Result<std::string> d = DefaultDbPath(CurrentEnvironment());
-    if (!d) return d.error();
-    path = d.value();
+  Result<DbPathChoice> choice = ChooseDbPath(db, CurrentEnvironment(), PathExistsOnDisk);
+  if (!choice) return choice.error();
+  const std::string path = choice.value().path;
+  if (!choice.value().note.empty()) std::fprintf(stderr, "ixsubmit: note: %s\n", choice.value().note.c_str());
+  // WAL across hosts on a network file system can corrupt the database; said, not refused (one host is safe).
+  if (std::optional<std::string> fs = NetworkFsOf(path)) {
+    std::fprintf(stderr, "ixsubmit: warning: the sweep database %s is on %s; SQLite's WAL is unsafe there when "
+                 "used from more than one host: use a local disk (--db PATH)\n", path.c_str(), fs->c_str());
   }
   std::error_code ec;
   const auto parent = std::filesystem::path(path).parent_path();
