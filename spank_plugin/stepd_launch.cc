@@ -34,19 +34,26 @@ struct ChildError {
 
 }  // namespace
 
-Result<StepdHandles> OpenStepdHandles(const std::string& stepd, const std::string& run_dir) {
-  StepdHandles h;
-  h.exe_fd = ::open(stepd.c_str(), O_PATH | O_CLOEXEC);
+Result<int> OpenStepdExe(const std::string& stepd) {
+  const int fd = ::open(stepd.c_str(), O_PATH | O_CLOEXEC);
   struct stat st{};
-  if (h.exe_fd < 0 || ::fstat(h.exe_fd, &st) != 0) {
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
     const int e = errno;
-    CloseStepdHandles(h);
+    if (fd >= 0) ::close(fd);
     return Error{"cannot open ix-stepd " + stepd + ": " + Errno(e) + " (plugstack.conf: stepd=PATH)"};
   }
   if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) {
-    CloseStepdHandles(h);
+    ::close(fd);
     return Error{"ix-stepd " + stepd + " is not an executable regular file (plugstack.conf: stepd=PATH)"};
   }
+  return fd;
+}
+
+Result<StepdHandles> OpenStepdHandles(const std::string& stepd, const std::string& run_dir) {
+  Result<int> exe = OpenStepdExe(stepd);
+  if (!exe) return exe.error();
+  StepdHandles h;
+  h.exe_fd = exe.value();
   h.run_dir_fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (h.run_dir_fd < 0) {
     const int e = errno;

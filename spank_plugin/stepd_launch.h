@@ -28,8 +28,9 @@ struct StepdHandles {
 constexpr int kStepdReadyFd = 3;   // "ready\n" or "failed: ...\n"
 constexpr int kStepdRunDirFd = 4;  // --run-dir-fd
 
-// Opens `stepd` (which must be a regular, executable file) and the run
-// directory `run_dir` (not through a symlink).
+// Opens `stepd`, which must be a regular, executable file (O_PATH).
+Result<int> OpenStepdExe(const std::string& stepd);
+// The same and the run directory `run_dir` (not through a symlink).
 Result<StepdHandles> OpenStepdHandles(const std::string& stepd, const std::string& run_dir);
 void CloseStepdHandles(StepdHandles& h);
 

@@ -33,6 +33,17 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void OnTerm(int) { g_stop = 1; }
 
+// A failure before the supervisor runs: said in the log (stderr) and, as
+// "failed: ...", on the ready descriptor, so task 0 shows it on srun's stderr.
+int Fail(int ready_fd, const std::string& what, int status = 1) {
+  std::cerr << "ix-stepd: " << what << "\n";
+  if (ready_fd >= 0) {
+    const std::string line = "failed: " + what + "\n";
+    (void)!::write(ready_fd, line.data(), line.size());
+  }
+  return status;
+}
+
 bool SplitPair(const std::string& s, std::string& k, std::string& v) {
   const size_t eq = s.find('=');
   if (eq == std::string::npos || eq == 0) return false;
@@ -85,10 +96,10 @@ int main(int argc, char** argv) {
   }
   // Descriptors first, while every path still resolves: /proc, the run
   // directory, the result directory.
-  if (ix::ProcDirFd() < 0) return std::cerr << "ix-stepd: cannot open /proc: " << std::strerror(errno) << "\n", 1;
+  if (ix::ProcDirFd() < 0) return Fail(ready_fd, std::string("cannot open /proc: ") + std::strerror(errno));
   if (run_dir_fd < 0 && !run_dir.empty()) run_dir_fd = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (run_dir_fd < 0 && !run_dir.empty()) {
-    return std::cerr << "ix-stepd: cannot open " << run_dir << ": " << std::strerror(errno) << "\n", 1;
+    return Fail(ready_fd, "cannot open " + run_dir + ": " + std::strerror(errno));
   }
   if (run_dir_fd >= 0) ::fcntl(run_dir_fd, F_SETFD, FD_CLOEXEC);
   if (run_dir.empty() && run_dir_fd >= 0) run_dir = "(run directory)";
@@ -102,18 +113,17 @@ int main(int argc, char** argv) {
     result_dir_fd = ::openat(run_dir_fd, "results", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   }
   if (result_dir_fd < 0 && !result_dir.empty()) {
-    return std::cerr << "ix-stepd: cannot open the result directory " << result_dir << ": " << std::strerror(errno)
-                     << "\n", 1;
+    return Fail(ready_fd, "cannot open the result directory " + result_dir + ": " + std::strerror(errno) +
+                              " (set IX_RESULT_DIR to a writable directory; in a container, one that is mounted)");
   }
   int err = 0;
   const bool in_run_dir = run_dir_fd >= 0 && plan_path.find('/') == std::string::npos;
   const std::string text = ix::ReadFileTextAt(in_run_dir ? run_dir_fd : AT_FDCWD, plan_path, &err, size_t{16} << 20);
   if (in_run_dir) plan_path = run_dir + "/" + plan_path;
-  if (err) return std::cerr << "ix-stepd: cannot read " << plan_path << ": " << std::strerror(err) << "\n", 1;
+  if (err) return Fail(ready_fd, "cannot read " + plan_path + ": " + std::strerror(err));
   ix::Result<ix::LaunchPlan> plan = ix::PlanFromJson(text, plan_path);
   if (!plan) {
-    std::cerr << "ix-stepd: " << plan.error().message << "\n";
-    return 1;
+    return Fail(ready_fd, plan.error().message);
   }
   ix::SupervisorOptions o;
   o.run_dir = run_dir;
@@ -131,11 +141,11 @@ int main(int argc, char** argv) {
   std::string k, v;
   for (const auto& b : binds) {
     const size_t at = b.rfind('@');
-    if (!SplitPair(b, k, v)) return std::cerr << "ix-stepd: bad --bind " << b << "\n", 2;
+    if (!SplitPair(b, k, v)) return Fail(ready_fd, "bad --bind " + b, 2);
     ix::BindingTarget t;
     const std::string cpus = at == std::string::npos ? v : b.substr(k.size() + 1, at - k.size() - 1);
     ix::Result<std::vector<int>> list = ix::ParseIdList(cpus, "--bind " + b);
-    if (!list) return std::cerr << "ix-stepd: " << list.error().message << "\n", 2;
+    if (!list) return Fail(ready_fd, list.error().message, 2);
     t.cpus = list.value();
     if (at != std::string::npos) t.numa = std::atoi(b.c_str() + at + 1);
     o.bindings.emplace_back(k, t);

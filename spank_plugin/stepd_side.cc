@@ -12,12 +12,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include "core/event_sink.h"
+#include "core/dir_at.h"
 #include "core/file_text.h"
 #include "core/launch_plan.h"
 #include "core/placement.h"
@@ -37,6 +37,7 @@ namespace {
 // host (ix-stepd, the run directory) and slurmstepd's mount namespace.
 std::optional<StepSetup> g_setup;
 StepdHandles g_handles;
+int g_run_base_fd = -1;  // run_dir= itself: root's, checked like the lease directory
 struct stat g_host_mntns{};
 uid_t g_uid = 0;
 // Why the step was refused in init_post_opt. Reported from task_init, whose
@@ -56,14 +57,6 @@ std::string StepId(spank_t sp) {
   spank_get_item(sp, S_JOB_ID, &job);
   spank_get_item(sp, S_JOB_STEPID, &step);
   return std::to_string(job) + "." + std::to_string(step);
-}
-
-Status MakeDir(const std::string& path, mode_t mode, uid_t uid, gid_t gid) {
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
-    return Error{"cannot create " + path + ": " + std::strerror(errno)};
-  }
-  if (::chown(path.c_str(), uid, gid) != 0) return Error{"cannot chown " + path + ": " + std::strerror(errno)};
-  return Ok{};
 }
 
 // The ports of the step, leased for owner JOB.STEP.
@@ -139,7 +132,9 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
 
   // Root's: the steps' directories, and the topology (live, once per boot;
   // or the topology= file, until it changes) cached there as JSON.
-  if (Status d = MakeDir(args.run_dir, 0755, 0, 0); !d) return d.error();
+  Result<int> base = OpenOwnedDir(args.run_dir, 0755, "run_dir");
+  if (!base) return base.error();
+  g_run_base_fd = base.value();
   Result<Topology> topo = args.topology.empty() ? DiscoverTopologyCached(args.run_dir)
                                                 : LoadTopologyXmlCached(args.topology, args.run_dir);
   if (!topo) return topo.error();
@@ -195,20 +190,23 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   spank_get_item(sp, S_JOB_UID, &uid);
   spank_get_item(sp, S_JOB_GID, &gid);
   g_uid = uid;
-  // A fresh directory, written by root first and only then given to the job
-  // user, so root never writes through a link the user planted. A leftover
-  // of an earlier step with this id (job ids restart with slurmctld's state)
-  // is removed; remove_all does not follow symlinks.
+  // A fresh directory, made and written by root through descriptors and only
+  // then given to the job user, so root never works through a link the user
+  // planted. A leftover with this id (job ids restart with slurmctld's
+  // state) is removed first, never following a link.
   s.run_dir = args.run_dir + "/" + s.step_id;
-  std::error_code ec;
-  std::filesystem::remove_all(s.run_dir, ec);
-  if (Status d = MakeDir(s.run_dir, 0755, 0, 0); !d) return d.error();
+  if (Status r = RemoveTreeAt(g_run_base_fd, args.run_dir, s.step_id); !r) return r.error();
+  if (::mkdirat(g_run_base_fd, s.step_id.c_str(), 0755) != 0) {
+    return Error{"cannot create " + s.run_dir + ": " + std::strerror(errno)};
+  }
   s.result_dir = JobEnv(sp, "IX_RESULT_DIR").value_or("");
   // Opened here, on the host: the task may run in a container where
   // neither exists by path. Everything after goes through the descriptor.
-  Result<StepdHandles> h = OpenStepdHandles(args.stepd, s.run_dir);
-  if (!h) return h.error();
-  g_handles = h.value();
+  Result<int> exe = OpenStepdExe(args.stepd);
+  if (!exe) return exe.error();
+  g_handles.exe_fd = exe.value();
+  g_handles.run_dir_fd = ::openat(g_run_base_fd, s.step_id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (g_handles.run_dir_fd < 0) return Error{"cannot open " + s.run_dir + ": " + std::strerror(errno)};
   const int dir = g_handles.run_dir_fd;
   for (const auto& [name, text] : {std::pair{"plan.json", PlanToJson(s.plan, true)}, {"placement.json", placement_json}}) {
     if (Status w = WriteFileAtomicAt(dir, s.run_dir, name, text + "\n"); !w) return w.error();
@@ -227,6 +225,11 @@ int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
   if (!st) {
     ReleasePorts(args, s.step_id);
     CloseStepdHandles(g_handles);
+    if (g_run_base_fd >= 0) {
+      (void)RemoveTreeAt(g_run_base_fd, args.run_dir, s.step_id, 10000);
+      ::close(g_run_base_fd);
+      g_run_base_fd = -1;
+    }
     g_refusal = "step " + s.step_id + " refused before anything started: " + st.error().message;
     slurm_error("inferencex: %s", g_refusal->c_str());
     return 0;  // the tasks fail in task_init, where the reason reaches srun
@@ -311,7 +314,7 @@ int StartSupervisor(spank_t sp, const StepSetup& s) {
   WriteRunFile("state", "failed\n");
   slurm_error("inferencex: step %s: server %s (logs: %s, and stepd.log in %s)", s.step_id.c_str(),
               answer.empty() ? "supervisor exited before it was ready" : answer.c_str(),
-              s.result_dir.empty() ? (s.run_dir + "/results").c_str() : s.result_dir.c_str(), s.run_dir.c_str());
+              s.result_dir.c_str(), s.run_dir.c_str());
   return -1;
 }
 
@@ -330,6 +333,21 @@ int StepdTaskInit(spank_t sp) {
     if (task == 0) slurm_error("inferencex: step %s: %s", s.step_id.c_str(), wrong->c_str());
     WriteRunFile("state", "failed\n");
     return -1;
+  }
+  // Results go where the job says (IX_RESULT_DIR), else, like Slurm's
+  // slurm-%j.out, to inferencex-JOB.STEP in the step's working directory
+  // (under Pyxis: the container's); never to run_dir, which ends with the step.
+  if (g_setup->result_dir.empty()) {
+    char cwd[4096];
+    if (!::getcwd(cwd, sizeof cwd)) {
+      if (task == 0) {
+        slurm_error("inferencex: step %s: no working directory for the results (%s); set IX_RESULT_DIR",
+                    s.step_id.c_str(), std::strerror(errno));
+      }
+      WriteRunFile("state", "failed\n");
+      return -1;
+    }
+    g_setup->result_dir = std::string(cwd) + (cwd[1] ? "/" : "") + "inferencex-" + s.step_id;
   }
   if (task == 0) {
     // Said once, on the step's stderr (srun's), besides slurmd's log.
@@ -365,6 +383,7 @@ struct Supervisor {
 };
 std::optional<Supervisor> g_supervisor;
 int g_tasks_exited = 0;
+bool g_backstop_fired = false;
 
 Supervisor* FindSupervisor() {
   if (g_supervisor) return g_supervisor->id.pid > 1 ? &*g_supervisor : nullptr;
@@ -442,6 +461,7 @@ void Backstop(const StepSetup& s, const std::string& agent_socket, const std::ve
   slurm_error("inferencex: step %s: %s", s.step_id.c_str(), what.c_str());
   WriteRunFile("state", "backstop\n");
   WriteRunFile("backstop.txt", what + "\n");
+  g_backstop_fired = true;  // the run directory stays, for the admin
   EventSink(agent_socket).Send("backstop", s.step_id, {}, {{"detail", what}});
 }
 
@@ -478,6 +498,15 @@ int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
                 s.step_id.c_str(), l.first, l.name.c_str());
   }
   CloseStepdHandles(g_handles);
+  // Nothing of the step stays in run_dir (a tmpfs on a node), unless the
+  // backstop had to act: then it is the record slurmd's log points to.
+  if (!g_backstop_fired) {
+    if (Status r = RemoveTreeAt(g_run_base_fd, args.run_dir, s.step_id, 10000); !r) {
+      slurm_error("inferencex: step %s: %s", s.step_id.c_str(), r.error().message.c_str());
+    }
+  }
+  ::close(g_run_base_fd);
+  g_run_base_fd = -1;
   g_setup.reset();
   return 0;
 }
