@@ -319,7 +319,15 @@ const char kUsage[] =
     "directories mounted) unless --no-container.\n"
     "MODE: sweep-enabled, full-sweep-enabled, full-sweep-fail-fast,\n"
     "full-sweep-fail-fast-no-canary, non-canary-full-sweep-enabled.\n"
-    "With --config-keys the selection is test-config's, otherwise full-sweep's filters.\n";
+    "With --config-keys the selection is test-config's, otherwise full-sweep's filters.\n"
+    "\n"
+    "Safety: one submitter per sweep (flock on SWEEP_DIR/submitter.lock; a second fails\n"
+    "naming the holder's pid and host); a --sweep-dir of another sweep not yet finished\n"
+    "is refused, a finished one's results/ and logs/ move to results.ID/ and logs.ID/;\n"
+    "an sbatch that timed out is looked up by job name before anything is resubmitted.\n"
+    "--db default: $XDG_STATE_HOME/inferencex/ix.db (~/.local/state/...), or an existing\n"
+    "~/.local/share/inferencex/ix.db; keep it on a local disk (a warning names NFS and\n"
+    "other network file systems: SQLite's WAL is unsafe there across hosts).\n";
 
 const char kContainerHelp[] =
     "\nContainers (Pyxis; kept in sweep.json, so --resume uses the same):\n"
