@@ -246,8 +246,9 @@ Result<PortRange> ParsePortRange(std::string_view text) {
   return r;
 }
 
-Result<std::vector<int>> ParsePortList(std::string_view text) {
+Result<std::vector<int>> ParsePortList(std::string_view text, size_t max_ports) {
   std::vector<int> ports;
+  if (text.size() > 4096) return Error{"port list: longer than 4096 characters"};
   size_t pos = 0;
   while (pos <= text.size() && !text.empty()) {
     size_t comma = text.find(',', pos);
@@ -259,7 +260,14 @@ Result<std::vector<int>> ParsePortList(std::string_view text) {
     } else {
       Result<PortRange> r = ParsePortRange(item);
       if (!r) return Error{"port list '" + std::string(text) + "': " + r.error().message};
+      if (ports.size() + static_cast<size_t>(r.value().size()) > max_ports) {
+        return Error{"port list '" + std::string(text.substr(0, 64)) + "': more than " + std::to_string(max_ports) +
+                     " ports"};
+      }
       for (int p = r.value().lo; p <= r.value().hi; ++p) ports.push_back(p);
+    }
+    if (ports.size() > max_ports) {
+      return Error{"port list '" + std::string(text.substr(0, 64)) + "': more than " + std::to_string(max_ports) + " ports"};
     }
     pos = comma + 1;
   }
@@ -396,9 +404,12 @@ Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
           return false;
         };
         // Candidate starts: Slurm's reserved ports first, then the range.
+        // Reserved ports count only inside the range: SLURM_STEP_RESV_PORTS
+        // comes from the job's environment, which its user can set, so it
+        // must not take root past the range's checks (ephemeral range).
         std::vector<int> order;
         for (int p : reserved) {
-          if (p >= 1 && p <= 65535) order.push_back(p);
+          if (p >= config_.range.lo && p <= config_.range.hi) order.push_back(p);
         }
         std::set<int> reserved_set(order.begin(), order.end());
         for (int p = config_.range.lo; p <= config_.range.hi; ++p) {

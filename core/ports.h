@@ -37,7 +37,9 @@ struct PortRange {
 };
 Result<PortRange> ParsePortRange(std::string_view text);
 // Slurm's SLURM_STEP_RESV_PORTS, e.g. "12000-12003,12010".
-Result<std::vector<int>> ParsePortList(std::string_view text);
+// At most `max_ports` ports (and 4096 characters): the text may come from a
+// job's environment, and a range expands.
+Result<std::vector<int>> ParsePortList(std::string_view text, size_t max_ports = 1024);
 
 // Who holds a lease. `start_time` (clock ticks since boot, /proc/PID/stat
 // field 22) guards against a recycled pid.
@@ -113,7 +115,7 @@ class PortBroker {
                                  OwnerLiveness& liveness);
 
   // Leases every wanted port for `owner`, or none. `reserved` are ports
-  // Slurm reserved for the step; they are tried first.
+  // Slurm reserved for the step; those inside the range are tried first.
   Result<std::vector<PortLease>> Lease(const LeaseOwner& owner, const std::vector<PortWant>& wants,
                                        const std::vector<int>& reserved = {});
   // Releases every lease of owner `id` whose ports are all free; returns how

@@ -74,6 +74,11 @@ TEST(PortRange, Parse) {
   EXPECT_FALSE(ParsePortRange("a-b").ok());
   EXPECT_EQ(ParsePortList("12000-12002,12010").value(), (std::vector<int>{12000, 12001, 12002, 12010}));
   EXPECT_FALSE(ParsePortList("12000-x").ok());
+  // A job's environment is not trusted: 1-65535 would expand to 65,535 ports.
+  Result<std::vector<int>> huge = ParsePortList("1-65535");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().message.find("more than 1024 ports"), std::string::npos) << huge.error().message;
+  EXPECT_FALSE(ParsePortList(std::string(5000, '1')).ok());
 }
 
 TEST(PortBroker, LeasesNamedPortsAndBlocksAllOrNothing) {
@@ -142,11 +147,23 @@ TEST(PortBroker, SlurmReservedPortsComeFirst) {
   FakeProber prober;
   FakeLiveness live;
   auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
-  auto got = b.value().Lease(Owner("3.1"), {{"PORT", 1}, {"RPC", 2}, {"X", 1}}, {12000, 12001, 12002});
+  auto got = b.value().Lease(Owner("3.1"), {{"PORT", 1}, {"RPC", 2}, {"X", 1}}, {20005, 20006, 20007});
   ASSERT_TRUE(got.ok()) << got.error().message;
-  EXPECT_EQ(got.value()[0].first, 12000);
-  EXPECT_EQ(got.value()[1].first, 12001);
+  EXPECT_EQ(got.value()[0].first, 20005);
+  EXPECT_EQ(got.value()[1].first, 20006);
   EXPECT_EQ(got.value()[2].first, 20000);  // reserved ones used up
+}
+
+TEST(PortBroker, ReservedPortsOutsideTheRangeAreNotUsed) {
+  TempDir d;
+  FakeProber prober;
+  FakeLiveness live;
+  auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
+  // From the job's environment: port 22, or the kernel's ephemeral range.
+  auto got = b.value().Lease(Owner("3.2"), {{"PORT", 1}, {"X", 1}}, {22, 40000, 20003});
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(got.value()[0].first, 20003);
+  EXPECT_EQ(got.value()[1].first, 20000);
 }
 
 TEST(PortBroker, BadConfigurationAndRequests) {
