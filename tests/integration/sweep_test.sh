@@ -112,7 +112,8 @@ echo "ok: the bucket array waits on afterok:$canary"
 sweep full-sweep-enabled --conc 2 8 --sweep-dir "$tmp/rs" -- ix-fake-client --sessions 2 --turns 20 >"$tmp/rs.out" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q "submitted bucket" "$tmp/rs.out" && break; sleep 0.1; done
-sleep 1; kill -9 $pid; wait $pid 2>/dev/null
+# $! is the subshell running the function: ixsubmit is its child.
+sleep 1; kill -9 $(pgrep -P $pid) $pid; wait $pid 2>/dev/null
 id=$(grep -o 'sw-[0-9]*-[0-9]*-[0-9a-f]*' "$tmp/rs.out" | head -1)
 "$IXSUBMIT" sweep --resume "$id" --db "$tmp/ix.db" >"$tmp/rs2.out" 2>&1 || fail "resume: $(tail -3 "$tmp/rs2.out")"
 grep -q "submitted" "$tmp/rs2.out" && fail "resume submitted again: $(cat "$tmp/rs2.out")"
