@@ -313,7 +313,8 @@ bool ProcessLiveness::IsAlive(const LeaseOwner& owner) {
   if (::kill(owner.pid, 0) != 0 && errno != EPERM) return false;
   const uint64_t start = ProcessStartTime(owner.pid);
   // A zombie or vanished process reads as 0; a recycled pid has a new start.
-  return start != 0 && (owner.start_time == 0 || start == owner.start_time);
+  // An owner recorded without a start time is not trusted with its pid.
+  return start != 0 && start == owner.start_time;
 }
 
 Result<PortBroker> PortBroker::Open(const PortBrokerConfig& config, PortProber& prober,
@@ -452,12 +453,25 @@ Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
 }
 
 Result<int> PortBroker::Release(const std::string& id, std::vector<PortLease>* kept) {
+  return ReleaseWhere([&](const LeaseOwner& o) { return o.id == id; }, kept);
+}
+
+Result<int> PortBroker::ReleaseHeldBy(const LeaseOwner& h, std::vector<PortLease>* kept) {
+  return ReleaseWhere(
+      [&](const LeaseOwner& o) {
+        return o.id == h.id && o.pid == h.pid && o.start_time == h.start_time && o.boot_id == h.boot_id;
+      },
+      kept);
+}
+
+Result<int> PortBroker::ReleaseWhere(const std::function<bool(const LeaseOwner&)>& mine,
+                                     std::vector<PortLease>* kept) {
   return Transact<int>(config_.lease_dir, *liveness_, *prober_, config_.lock_timeout,
                        [&](std::vector<PortLease>& table, bool& changed) -> Result<int> {
                          const size_t before = table.size();
                          table.erase(std::remove_if(table.begin(), table.end(),
                                                     [&](const PortLease& l) {
-                                                      if (l.owner.id != id) return false;
+                                                      if (!mine(l.owner)) return false;
                                                       if (LeaseFree(l, *prober_)) return true;
                                                       if (kept) kept->push_back(l);
                                                       return false;

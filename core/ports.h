@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -124,12 +125,18 @@ class PortBroker {
   // later Release or, once its owner is gone, by any transaction that finds
   // its ports free.
   Result<int> Release(const std::string& id, std::vector<PortLease>* kept = nullptr);
+  // The same for the leases `holder` itself holds (id, pid, start time and
+  // boot all equal): how a step releases, so a step refused with a colliding
+  // id never takes the leases of the live step that holds that id.
+  // Release(id) is the admin's (ixctl ports release).
+  Result<int> ReleaseHeldBy(const LeaseOwner& holder, std::vector<PortLease>* kept = nullptr);
   // The leases now, after reclaiming those of dead owners.
   Result<std::vector<PortLease>> List();
 
   const PortBrokerConfig& config() const { return config_; }
 
  private:
+  Result<int> ReleaseWhere(const std::function<bool(const LeaseOwner&)>& mine, std::vector<PortLease>* kept);
   PortBroker(PortBrokerConfig config, PortProber& prober, OwnerLiveness& liveness)
       : config_(std::move(config)), prober_(&prober), liveness_(&liveness) {}
 

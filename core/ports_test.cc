@@ -142,6 +142,25 @@ TEST(PortBroker, ALeaseIsNeverDroppedWhileItsPortIsBound) {
   EXPECT_TRUE(b.value().List().value().empty());
 }
 
+TEST(PortBroker, AStepReleasesOnlyWhatItHolds) {
+  TempDir d;
+  FakeProber prober;
+  FakeLiveness live;
+  auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
+  const LeaseOwner live_step{"9.0", 100, 1000, "boot", 0};
+  ASSERT_TRUE(b.value().Lease(live_step, {{"PORT", 1}}).ok());
+  // Another slurmstepd with the same step id (job ids restart with
+  // slurmctld's state), refused, releases what it holds: nothing.
+  const LeaseOwner refused{"9.0", 200, 2000, "boot", 0};
+  EXPECT_EQ(b.value().ReleaseHeldBy(refused).value(), 0);
+  EXPECT_EQ(b.value().List().value().size(), 1u);
+  LeaseOwner same_pid_new_process = live_step;
+  same_pid_new_process.start_time += 1;
+  EXPECT_EQ(b.value().ReleaseHeldBy(same_pid_new_process).value(), 0);
+  EXPECT_EQ(b.value().ReleaseHeldBy(live_step).value(), 1);
+  EXPECT_TRUE(b.value().List().value().empty());
+}
+
 TEST(PortBroker, SlurmReservedPortsComeFirst) {
   TempDir d;
   FakeProber prober;

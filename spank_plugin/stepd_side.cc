@@ -94,7 +94,7 @@ void ReleasePorts(const PluginArgs& args, const std::string& step) {
     slurm_error("inferencex: %s: cannot release ports: %s", step.c_str(), broker.error().message.c_str());
     return;
   }
-  if (Result<int> n = broker.value().Release(step); !n) {
+  if (Result<int> n = broker.value().ReleaseHeldBy(MakeOwner(step, ::getpid())); !n) {
     slurm_error("inferencex: %s: cannot release ports: %s", step.c_str(), n.error().message.c_str());
   }
 }
@@ -490,7 +490,7 @@ int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
   std::vector<PortLease> kept;
   if (Result<PortBroker> broker = OpenBroker(args); !broker) {
     slurm_error("inferencex: %s: cannot release ports: %s", s.step_id.c_str(), broker.error().message.c_str());
-  } else if (Result<int> n = broker.value().Release(s.step_id, &kept); !n) {
+  } else if (Result<int> n = broker.value().ReleaseHeldBy(MakeOwner(s.step_id, ::getpid()), &kept); !n) {
     slurm_error("inferencex: %s: cannot release ports: %s", s.step_id.c_str(), n.error().message.c_str());
   }
   for (const PortLease& l : kept) {
