@@ -1,0 +1,104 @@
+# shellcheck shell=bash disable=SC2034,SC2013  # variables for the sourcing script; words on purpose
+# Helpers shared by the integration scripts; source it, do not run it:
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#
+# What it sets:
+#   PORT_LO PORT_HI LEASE_DIR RUN_DIR  the plugin's port range, lease and run
+#       directories as IX_SPANK_ARGS (plugstack.conf) gives them, else the
+#       plugin's defaults.
+#   IX_TEST_TAG (exported)  a value unique to this run of the script. srun
+#       passes the environment on, so every task, ix-stepd, server and client
+#       of the script's steps carries it: the checks below look only at those
+#       processes, never at another engineer's or another test's.
+#   failures  the count fail() increments; ix_finish reports it.
+#   PATH  IX_FAKES_BIN_DIR first, so recipes run the fake engine/router/client.
+#
+# What it defines: fail ok now_ms ix_require_env ix_tagged ix_servers
+# ix_listening ix_leases check_clean ix_finish. Needs root (reads other
+# users' /proc/PID/environ) and what the CTest fixture exports.
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# ix_require_env VAR...: exit at once, naming the variable, when one is unset.
+ix_require_env() {
+  local v
+  for v in "$@"; do
+    [[ -n ${!v:-} ]] || { echo "FAIL: $v is not set (run under the CTest fixture or export it)"; exit 1; }
+  done
+}
+
+# The plugin's settings, as plugstack.conf gives them (plugin defaults else).
+PORT_LO=20000 PORT_HI=29999 LEASE_DIR=/run/inferencex/ports RUN_DIR=/run/inferencex/steps
+for _ix_a in ${IX_SPANK_ARGS:-}; do
+  case $_ix_a in
+    port_range=*) PORT_LO=${_ix_a#port_range=}; PORT_HI=${PORT_LO#*-}; PORT_LO=${PORT_LO%-*} ;;
+    lease_dir=*) LEASE_DIR=${_ix_a#lease_dir=} ;;
+    run_dir=*) RUN_DIR=${_ix_a#run_dir=} ;;
+  esac
+done
+unset _ix_a
+
+export IX_TEST_TAG=${IX_TEST_TAG:-${0##*/}.$$.$(now_ms)}
+[[ -z ${IX_FAKES_BIN_DIR:-} ]] || export PATH=$IX_FAKES_BIN_DIR:$PATH
+
+# ix_tagged PID: the process carries this script's IX_TEST_TAG.
+ix_tagged() { grep -qzx "IX_TEST_TAG=$IX_TEST_TAG" "/proc/$1/environ" 2>/dev/null; }
+
+# ix_servers: "PID(comm)" of every engine, EngineCore, router, ix-stepd and
+# fake client of this script's steps that is still alive.
+ix_servers() {
+  local pid
+  for pid in $({ pgrep -x 'vllm|vllm-router|ix-stepd|ix-fake-client'; pgrep '^EngineCore_DP'; } 2>/dev/null | sort -un); do
+    ix_tagged "$pid" && echo "$pid($(cat "/proc/$pid/comm" 2>/dev/null))"
+  done
+}
+
+# ix_listening: ports of PORT_LO-PORT_HI listened on by this script's steps.
+ix_listening() {
+  local line port pid
+  while read -r line; do
+    port=$(awk '{n = split($4, a, ":"); print a[n] + 0}' <<<"$line")
+    ((port >= PORT_LO && port <= PORT_HI)) || continue
+    for pid in $(grep -o 'pid=[0-9]*' <<<"$line" | cut -d= -f2 | sort -u); do
+      if ix_tagged "$pid"; then echo "$port"; break; fi
+    done
+  done < <(ss -Hltnp 2>/dev/null) | sort -un | tr '\n' ' '
+}
+
+# ix_leases: the lease table of LEASE_DIR as `ixctl ports list --json` prints it.
+ix_leases() { "$IXCTL" ports list --json --lease-dir "$LEASE_DIR" 2>&1; }
+
+# check_clean NAME: nothing of the script's steps outlives them: no server,
+# ix-stepd or client process, no port of the range listening, no lease. Waits
+# up to 5 s, then reports what is left and kills and releases it, so that the
+# next case starts clean.
+check_clean() {
+  local name=$1 i left ports lease o
+  for ((i = 0; i < 50; i++)); do
+    left=$(ix_servers); ports=$(ix_listening); lease=$(ix_leases)
+    [[ -z $left && -z $ports && $lease == '{"leases":[]}' ]] && return 0
+    sleep 0.1
+  done
+  if [[ -n $left ]]; then
+    fail "$name: processes left: $(tr '\n' ' ' <<<"$left")"
+    for i in $left; do kill -KILL "${i%%(*}" 2>/dev/null; done
+  fi
+  [[ -z $ports ]] || fail "$name: ports of $PORT_LO-$PORT_HI still listening: $ports"
+  if [[ $lease != '{"leases":[]}' ]]; then
+    fail "$name: leases left in $LEASE_DIR: $lease"
+    for o in $(grep -o '"owner":"[^"]*"' <<<"$lease" | cut -d'"' -f4 | sort -u); do
+      "$IXCTL" ports release --owner "$o" --lease-dir "$LEASE_DIR" >/dev/null 2>&1
+    done
+  fi
+  return 1
+}
+
+# ix_finish NAME: the script's verdict from the failure count; exits.
+ix_finish() {
+  [[ $failures -eq 0 ]] || { echo "$1: $failures failure(s)"; exit 1; }
+  echo "$1: all checks passed"
+  exit 0
+}
