@@ -392,6 +392,15 @@ void WritePlacement(Writer& w, const Placement& p) {
   } else {
     w.Uint64(p.memlock->bytes);
   }
+  w.Key("set");
+  if (!p.memlock_set) {
+    w.Null();
+  } else if (p.memlock_set->unlimited) {
+    w.String("unlimited");
+  } else {
+    w.Uint64(p.memlock_set->bytes);
+  }
+  w.Key("reason"); str(p.memlock_reason);
   w.EndObject();
   w.Key("problems");
   w.StartArray();

@@ -75,6 +75,10 @@ struct Placement {
   bool pinned_memory = false;
   uint64_t memlock_needed_bytes = 0;  // largest per-rank host share when pinned, else 0
   std::optional<MemlockLimit> memlock;
+  // What the SPANK plugin set for the tasks (nullopt: left as it was) and
+  // why; empty outside a step (ixctl place).
+  std::optional<MemlockLimit> memlock_set;
+  std::string memlock_reason;
   bool fits = true;
   std::vector<std::string> problems;  // why it does not fit, one sentence each
   std::vector<std::string> notes;     // decisions worth knowing, never a refusal

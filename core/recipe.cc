@@ -147,7 +147,7 @@ class Loader {
     for (size_t i = 0; i < r_.Size(list); ++i) {
       const std::string field = Index("host_memory", i);
       const uint32_t n = r_.Item(list, i);
-      r_.CheckKeys(n, field, {"name", "per", "bytes", "doc"});
+      r_.CheckKeys(n, field, {"name", "per", "bytes", "pinned", "doc"});
       HostMemoryNeed need;
       need.name = r_.String(r_.Required(n, field, "name"), Child(field, "name"));
       const std::string per =
@@ -156,6 +156,7 @@ class Loader {
                  : per == "gpu"   ? HostMemoryNeed::Per::kGpu
                                   : HostMemoryNeed::Per::kStep;
       need.bytes = r_.Bytes(r_.Required(n, field, "bytes"), Child(field, "bytes"));
+      if (const uint32_t p = r_.Find(n, "pinned"); p != kNone) need.pinned = r_.Bool(p, Child(field, "pinned"));
       if (const uint32_t d = r_.Find(n, "doc"); d != kNone) need.doc = r_.String(d, Child(field, "doc"));
       recipe.host_memory.push_back(std::move(need));
     }

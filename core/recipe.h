@@ -104,12 +104,15 @@ struct CaptureRule {
   int64_t max = 0;
 };
 
-// Host DRAM a step needs, per DP rank, per GPU or once per step.
+// Host DRAM a step needs, per DP rank, per GPU or once per step. Pinned
+// memory (registered with CUDA, e.g. Engram's offloaded tables) counts
+// against RLIMIT_MEMLOCK, so the plugin raises that limit for it.
 struct HostMemoryNeed {
   enum class Per { kDpRank, kGpu, kStep };
   std::string name;
   Per per = Per::kStep;
   uint64_t bytes = 0;
+  bool pinned = false;
   std::string doc;
 };
 const char* PerName(HostMemoryNeed::Per per);

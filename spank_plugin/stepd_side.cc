@@ -25,6 +25,7 @@
 #include "core/ports.h"
 #include "core/recipe.h"
 #include "core/topology.h"
+#include "spank_plugin/memlock_policy.h"
 #include "spank_plugin/step_backstop.h"
 #include "spank_plugin/step_setup.h"
 #include "spank_plugin/stepd_launch.h"
@@ -45,6 +46,8 @@ uid_t g_uid = 0;
 // slurmd's log, and a failure there shows in srun only as "Plugin
 // initialization failed".
 std::optional<std::string> g_refusal;
+// RLIMIT_MEMLOCK for the tasks, decided in init_post_opt (nullopt: kept).
+std::optional<MemlockLimit> g_memlock_raise;
 
 std::optional<std::string> JobEnv(spank_t sp, const char* name) {
   char buf[4096];
@@ -107,6 +110,22 @@ void WriteRunFile(const std::string& name, const std::string& text) {
   }
 }
 
+// The recipe's pinned host-memory needs by name ("" when none).
+std::string PinnedNeeds(const Recipe& recipe) {
+  std::string names;
+  for (const HostMemoryNeed& n : recipe.host_memory) {
+    if (n.pinned) names += (names.empty() ? "" : ", ") + n.name;
+  }
+  return names;
+}
+
+// slurmstepd's RLIMIT_MEMLOCK now, which its tasks inherit.
+std::optional<MemlockLimit> CurrentMemlock() {
+  struct rlimit rl{};
+  if (::getrlimit(RLIMIT_MEMLOCK, &rl) != 0) return std::nullopt;
+  return MemlockLimit{rl.rlim_cur == RLIM_INFINITY, rl.rlim_cur == RLIM_INFINITY ? 0 : rl.rlim_cur};
+}
+
 // The mount namespace this process is in now.
 bool MountNamespace(struct stat& st) { return ::fstatat(ProcDirFd(), "self/ns/mnt", &st, 0) == 0; }
 
@@ -139,13 +158,16 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
                                                 : LoadTopologyXmlCached(args.topology, args.run_dir);
   if (!topo) return topo.error();
   PlacementRequest pr;
+  const MemlockDecision memlock = DecideMemlock(PinnedNeeds(recipe.value()), args.memlock, CurrentMemlock());
+  g_memlock_raise = memlock.raise_to;
+  pr.pinned_memory = !PinnedNeeds(recipe.value()).empty();
   std::unique_ptr<HostProbe> probe = MakeSystemHostProbe();
-  if (args.topology.empty()) {
+  if (args.topology.empty()) {  // topology= describes another host: its facts only
     MeasureFreeMemory(topo.value(), *probe);
     const HostState host = ReadHostState(*probe);
     pr.allowed_cpus = host.allowed_cpus;
     pr.shm_free_bytes = host.shm_free_bytes;
-    pr.memlock = host.memlock;
+    pr.memlock = memlock.tasks_limit;
   }
   Result<StepGpus> gpus = SelectStepGpus(topo.value(), JobEnv(sp, "SLURM_STEP_GPUS"),
                                          JobEnv(sp, "CUDA_VISIBLE_DEVICES"));
@@ -158,6 +180,10 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   } else {
     pr.step_gpus = gpus.value().gpus;
     Result<Placement> placement = PlanPlacement(s.plan, topo.value(), pr);
+    if (placement) {
+      placement.value().memlock_set = memlock.raise_to;
+      placement.value().memlock_reason = memlock.reason;
+    }
     if (!placement) {
       if (policy == PlacementPolicy::kStrict) return placement.error();
       s.placement_notes.push_back(placement.error().message);
@@ -242,21 +268,20 @@ int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
   return 0;
 }
 
-int StepdTaskInitPrivileged(spank_t /*sp*/, const PluginArgs& args) {
-  if (!g_setup || args.memlock.mode == MemlockSetting::Mode::kKeep) return 0;
-  const rlim_t want = args.memlock.mode == MemlockSetting::Mode::kUnlimited
-                         ? RLIM_INFINITY : static_cast<rlim_t>(args.memlock.bytes);
-  struct rlimit rl{want, want};
+int StepdTaskInitPrivileged(spank_t /*sp*/, const PluginArgs& /*args*/) {
+  if (!g_setup || !g_memlock_raise) return 0;
+  const rlim_t want = g_memlock_raise->unlimited ? RLIM_INFINITY : static_cast<rlim_t>(g_memlock_raise->bytes);
+  struct rlimit cur{};
+  ::getrlimit(RLIMIT_MEMLOCK, &cur);
+  struct rlimit rl{want, cur.rlim_max == RLIM_INFINITY || cur.rlim_max > want ? cur.rlim_max : want};
   if (::setrlimit(RLIMIT_MEMLOCK, &rl) == 0) return 0;
   // Without CAP_SYS_RESOURCE the hard limit cannot be raised: take what it
   // allows and say so (the placement check already judged pinned memory).
   const int err = errno;
-  struct rlimit cur{};
-  ::getrlimit(RLIMIT_MEMLOCK, &cur);
   cur.rlim_cur = cur.rlim_max;
   ::setrlimit(RLIMIT_MEMLOCK, &cur);
-  slurm_error("inferencex: cannot raise RLIMIT_MEMLOCK (memlock=%s): %s; the tasks keep the hard limit",
-              want == RLIM_INFINITY ? "unlimited" : std::to_string(want).c_str(), std::strerror(err));
+  slurm_error("inferencex: cannot raise RLIMIT_MEMLOCK to %s: %s; the tasks keep the hard limit",
+              DescribeMemlock(*g_memlock_raise).c_str(), std::strerror(err));
   return 0;
 }
 
@@ -384,6 +409,8 @@ struct Supervisor {
 std::optional<Supervisor> g_supervisor;
 int g_tasks_exited = 0;
 bool g_backstop_fired = false;
+bool g_stop_done = false;
+std::vector<ProcessId> g_remembered;  // ix-stepd's tree when the stop began
 
 Supervisor* FindSupervisor() {
   if (g_supervisor) return g_supervisor->id.pid > 1 ? &*g_supervisor : nullptr;
@@ -439,6 +466,18 @@ void AwaitSupervisor(Supervisor& sup, std::vector<ProcessId>& remembered) {
   ::close(sup.pidfd);
 }
 
+// Stops ix-stepd's servers and waits for the stop, once per step,
+// remembering its tree (for the backstop) while it is still there.
+void StopSupervisor() {
+  if (g_stop_done) return;
+  g_stop_done = true;
+  Supervisor* sup = FindSupervisor();
+  g_remembered = Remember(sup);
+  StartStop();
+  if (sup) AwaitSupervisor(*sup, g_remembered);
+  g_supervisor.reset();
+}
+
 // The backstop: what outlived ix-stepd's stop is killed from here (the
 // host's /proc) before the leases go, and said in slurmd's log, the step's
 // state and an event.
@@ -469,24 +508,23 @@ void Backstop(const StepSetup& s, const std::string& agent_socket, const std::ve
 
 int StepdTaskExit(spank_t sp) {
   if (!g_setup) return 0;
-  // The servers outlive no client: once the last local task has exited,
-  // ix-stepd starts stopping them (if the client's exit has not started it
-  // already) while Slurm ends the step, and `exit` waits for what is left.
+  // The servers outlive no client. Slurm 22.05's slurmstepd, once every
+  // task is reaped (each through this hook), SIGKILLs the whole step
+  // (proctrack) and only then runs `exit`: so the last local task's hook
+  // is where ix-stepd's graceful stop must start and end, engines getting
+  // their SIGTERM and grace, and "finished" written before that kill. srun
+  // hears of the tasks' exits only after this hook returns.
   int local_tasks = 1;
   spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
-  if (++g_tasks_exited >= local_tasks) StartStop();
+  if (++g_tasks_exited >= local_tasks) StopSupervisor();
   return 0;
 }
 
 int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
   if (!g_setup) return 0;
   const StepSetup& s = *g_setup;
-  Supervisor* sup = FindSupervisor();
-  std::vector<ProcessId> remembered = Remember(sup);
-  StartStop();
-  if (sup) AwaitSupervisor(*sup, remembered);
-  g_supervisor.reset();
-  Backstop(s, args.agent_socket, remembered);
+  StopSupervisor();  // done already, unless a task never reached task_exit
+  Backstop(s, args.agent_socket, g_remembered);
   std::vector<PortLease> kept;
   if (Result<PortBroker> broker = OpenBroker(args); !broker) {
     slurm_error("inferencex: %s: cannot release ports: %s", s.step_id.c_str(), broker.error().message.c_str());

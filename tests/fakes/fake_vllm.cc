@@ -48,6 +48,9 @@ namespace http = ixfake::http;
 
 constexpr const char* kVersion = "0.0.0+fake";
 constexpr double kChildGraceS = 2.0;
+// Seconds a shutdown takes after the engine cores stopped (real vLLM frees
+// GPU memory and NCCL state): FAKE_VLLM_STOP_DELAY_S, set before any thread.
+double g_stop_delay_s = 0;
 
 // ------------------------------------------------------------ configuration
 
@@ -277,6 +280,7 @@ Config parse_config(int argc, char** argv) {
     if (!s) env_error("FAKE_VLLM_TOKEN_DELAY_MS", *v, "milliseconds (a number >= 0)");
     cfg.token_delay_s = *s / 1000.0;
   }
+  if (auto s = env_seconds("FAKE_VLLM_STOP_DELAY_S")) g_stop_delay_s = *s;
   return cfg;
 }
 
@@ -367,6 +371,10 @@ std::string wait_status_text(int status) {
       break;
     }
     ixfake::sleep_s(0.001);
+  }
+  if (g_stop_delay_s > 0) {
+    logf("releasing resources (FAKE_VLLM_STOP_DELAY_S=%g)", g_stop_delay_s);
+    ixfake::sleep_s(g_stop_delay_s);
   }
   logf("shutdown complete, exiting with status %d", code);
   _exit(code);
