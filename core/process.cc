@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -313,6 +314,32 @@ Result<std::vector<std::string>> ExecCandidates(const SpawnSpec& spec) {
   return out;
 }
 
+// The log, appended to: a regular file only, its last component never a
+// symlink, opened without blocking. The log directory may be a job user's
+// (a result directory): a FIFO planted there would block the open for ever
+// (no reader), and a link would be followed, then chowned when switching
+// users. Returns the descriptor, or an Error naming the log.
+Result<int> OpenLog(const SpawnSpec& spec) {
+  const int fd = AboveStdio(::openat(spec.log_dir_fd, spec.log_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                                     0644));
+  if (fd < 0) {
+    const int e = errno;
+    // O_NOFOLLOW says ELOOP; a FIFO without a reader, ENXIO.
+    const std::string why = e == ELOOP ? "it is a symbolic link (not followed)"
+                            : e == ENXIO ? "it is not a regular file (a FIFO or socket)"
+                                         : Errno(e);
+    return Error{"cannot open log '" + spec.log_path + "': " + why};
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error{"cannot open log '" + spec.log_path + "': it is not a regular file"};
+  }
+  ::fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);  // the server writes to it as to any file
+  return fd;
+}
+
 Result<SpawnedProcess> SpawnChecked(const SpawnSpec& spec) {
   if (Status s = CheckSpec(spec); !s) return s.error();
   Result<std::vector<std::string>> candidates = ExecCandidates(spec);
@@ -336,9 +363,9 @@ Result<SpawnedProcess> SpawnChecked(const SpawnSpec& spec) {
     out_fd.fd = AboveStdio(::open("/dev/null", O_WRONLY | O_CLOEXEC | O_NOCTTY));
     if (out_fd.fd < 0) return Error{"cannot open /dev/null: " + Errno(errno)};
   } else {
-    out_fd.fd = AboveStdio(
-        ::openat(spec.log_dir_fd, spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644));
-    if (out_fd.fd < 0) return Error{"cannot open log '" + spec.log_path + "': " + Errno(errno)};
+    Result<int> log = OpenLog(spec);
+    if (!log) return log.error();
+    out_fd.fd = log.value();
     if (switch_credentials &&
         ::fchown(out_fd.fd, spec.credentials->uid, spec.credentials->gid) != 0) {
       return Error{"cannot give log '" + spec.log_path + "' to uid " + std::to_string(spec.credentials->uid) +

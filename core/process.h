@@ -89,7 +89,8 @@ struct SpawnedProcess {
 // Starts spec.argv. The child: default signal dispositions and an empty
 // signal mask, its own process group, stdin from /dev/null, stdout and stderr
 // to the log (opened O_APPEND|O_CREAT 0644 by the caller, chowned to the
-// target user when switching), every other descriptor closed, the binding,
+// target user when switching; a symlink, FIFO or anything but a regular file
+// there is refused, without blocking), every other descriptor closed, the binding,
 // the credentials, the working directory (entered as the target user), the
 // parent-death signal, then execve of the first PATH candidate that runs.
 // Errors read like `engine: cannot execute 'vllm': No such file or directory
