@@ -8,13 +8,14 @@
 #       plugin's defaults.
 #   IX_TEST_TAG (exported)  a value unique to this run of the script. srun
 #       passes the environment on, so every task, ix-stepd, server and client
-#       of the script's steps carries it: the checks below look only at those
-#       processes, never at another engineer's or another test's.
+#       of the script's steps carries it (with the task's SLURM_STEP_ID): the
+#       checks below look only at those processes, never at another test's.
 #   failures  the count fail() increments; ix_finish reports it.
 #   PATH  IX_FAKES_BIN_DIR first, so recipes run the fake engine/router/client.
 #
 # What it defines: fail ok now_ms ix_require_env ix_tagged ix_servers
-# ix_listening ix_leases check_clean ix_finish. Needs root (reads other
+# ix_listening ix_leases check_clean ix_finish. Safe under set -e: the
+# checks count failures, they do not return them. Needs root (reads other
 # users' /proc/PID/environ) and what the CTest fixture exports.
 
 failures=0
@@ -47,13 +48,19 @@ export IX_TEST_TAG=${IX_TEST_TAG:-${0##*/}.$$.$(now_ms)}
 # ix_tagged PID: the process carries this script's IX_TEST_TAG.
 ix_tagged() { grep -qzx "IX_TEST_TAG=$IX_TEST_TAG" "/proc/$1/environ" 2>/dev/null; }
 
-# ix_servers: "PID(comm)" of every engine, EngineCore, router, ix-stepd and
-# fake client of this script's steps that is still alive.
+# ix_servers: "PID(comm)" of every live process of this script's steps: its
+# tag and a SLURM_STEP_ID (set in the task, inherited by ix-stepd, engines,
+# EngineCores, router, client and whatever the client started; srun and
+# this shell have none). A zombie's environment reads empty: it is gone.
 ix_servers() {
-  local pid
-  for pid in $({ pgrep -x 'vllm|vllm-router|ix-stepd|ix-fake-client'; pgrep '^EngineCore_DP'; } 2>/dev/null | sort -un); do
-    ix_tagged "$pid" && echo "$pid($(cat "/proc/$pid/comm" 2>/dev/null))"
+  local f pid
+  # Two greps over all of /proc, not two per process: this runs in polls.
+  for f in $(grep -lzx "IX_TEST_TAG=$IX_TEST_TAG" /proc/[0-9]*/environ 2>/dev/null |
+             xargs -r grep -lz '^SLURM_STEP_ID=' 2>/dev/null); do
+    pid=${f#/proc/}; pid=${pid%/environ}
+    echo "$pid($(cat "/proc/$pid/comm" 2>/dev/null))"
   done
+  return 0
 }
 
 # ix_listening: ports of PORT_LO-PORT_HI listened on by this script's steps.
@@ -66,6 +73,7 @@ ix_listening() {
       if ix_tagged "$pid"; then echo "$port"; break; fi
     done
   done < <(ss -Hltnp 2>/dev/null) | sort -un | tr '\n' ' '
+  return 0
 }
 
 # ix_leases: the lease table of LEASE_DIR as `ixctl ports list --json` prints it.
@@ -73,13 +81,13 @@ ix_leases() { "$IXCTL" ports list --json --lease-dir "$LEASE_DIR" 2>&1; }
 
 # check_clean NAME: nothing of the script's steps outlives them: no server,
 # ix-stepd or client process, no port of the range listening, no lease. Waits
-# up to 5 s, then reports what is left and kills and releases it, so that the
-# next case starts clean.
+# up to 5 s, then reports what is left (fail) and kills and releases it, so
+# that the next case starts clean. Returns 0 either way.
 check_clean() {
   local name=$1 i left ports lease o
   for ((i = 0; i < 50; i++)); do
     left=$(ix_servers); ports=$(ix_listening); lease=$(ix_leases)
-    [[ -z $left && -z $ports && $lease == '{"leases":[]}' ]] && return 0
+    if [[ -z $left && -z $ports && $lease == '{"leases":[]}' ]]; then return 0; fi
     sleep 0.1
   done
   if [[ -n $left ]]; then
@@ -90,10 +98,10 @@ check_clean() {
   if [[ $lease != '{"leases":[]}' ]]; then
     fail "$name: leases left in $LEASE_DIR: $lease"
     for o in $(grep -o '"owner":"[^"]*"' <<<"$lease" | cut -d'"' -f4 | sort -u); do
-      "$IXCTL" ports release --owner "$o" --lease-dir "$LEASE_DIR" >/dev/null 2>&1
+      "$IXCTL" ports release --owner "$o" --lease-dir "$LEASE_DIR" >/dev/null 2>&1 || true
     done
   fi
-  return 1
+  return 0
 }
 
 # ix_finish NAME: the script's verdict from the failure count; exits.
