@@ -161,10 +161,6 @@ int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
   }
 }
 
-int slurm_spank_task_init_privileged(spank_t sp, int /*ac*/, char** /*av*/) {
-  return RemoteHook("task_init_privileged", [&] { return ix::StepdTaskInitPrivileged(sp, g_state.args); });
-}
-
 int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
   return RemoteHook("task_init", [&] { return ix::StepdTaskInit(sp); });
 }

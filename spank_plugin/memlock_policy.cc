@@ -41,8 +41,19 @@ MemlockDecision DecideMemlock(const std::string& pinned, const MemlockSetting& s
   }
   d.raise_to = cap;
   d.tasks_limit = cap;
+  d.basis = why;
   d.reason = why + ": RLIMIT_MEMLOCK raised to " + DescribeMemlock(cap) + " (" + setting + ")";
   return d;
+}
+
+void RecordRaiseFailure(MemlockDecision& decision, const std::optional<MemlockLimit>& actual,
+                        const std::string& error) {
+  if (!decision.raise_to) return;
+  decision.reason = decision.basis + ": raising RLIMIT_MEMLOCK to " + DescribeMemlock(*decision.raise_to) +
+                    " failed (" + error + "), so the tasks keep " +
+                    (actual ? DescribeMemlock(*actual) : std::string("an unknown limit"));
+  decision.raise_to.reset();
+  decision.tasks_limit = actual;
 }
 
 }  // namespace ix

@@ -64,5 +64,15 @@ TEST(MemlockPolicy, UnknownCurrentLimitIsRaised) {
   EXPECT_EQ(d.raise_to->bytes, 1u << 30);
 }
 
+TEST(MemlockPolicy, AFailedRaiseKeepsTheActualLimit) {
+  MemlockDecision d = DecideMemlock("engram_tables", Site(MemlockSetting::Mode::kUnlimited), Bytes(8 << 20));
+  RecordRaiseFailure(d, Bytes(8 << 20), "Operation not permitted");
+  EXPECT_FALSE(d.raise_to);
+  ASSERT_TRUE(d.tasks_limit);
+  EXPECT_EQ(d.tasks_limit->bytes, 8u << 20);
+  EXPECT_EQ(d.reason, "the recipe pins host memory (engram_tables): raising RLIMIT_MEMLOCK to unlimited failed "
+                     "(Operation not permitted), so the tasks keep 8 MiB");
+}
+
 }  // namespace
 }  // namespace ix

@@ -46,8 +46,6 @@ uid_t g_uid = 0;
 // slurmd's log, and a failure there shows in srun only as "Plugin
 // initialization failed".
 std::optional<std::string> g_refusal;
-// RLIMIT_MEMLOCK for the tasks, decided in init_post_opt (nullopt: kept).
-std::optional<MemlockLimit> g_memlock_raise;
 
 std::optional<std::string> JobEnv(spank_t sp, const char* name) {
   char buf[4096];
@@ -126,6 +124,24 @@ std::optional<MemlockLimit> CurrentMemlock() {
   return MemlockLimit{rl.rlim_cur == RLIM_INFINITY, rl.rlim_cur == RLIM_INFINITY ? 0 : rl.rlim_cur};
 }
 
+// Raises slurmstepd's own RLIMIT_MEMLOCK as decided, soft to the target and
+// hard to at least it; its tasks inherit it at fork. Without
+// CAP_SYS_RESOURCE the hard limit cannot go up: the soft one goes as far as
+// the hard one allows, and the decision records what the tasks keep.
+void ApplyMemlock(MemlockDecision& d) {
+  if (!d.raise_to) return;
+  const rlim_t want = d.raise_to->unlimited ? RLIM_INFINITY : static_cast<rlim_t>(d.raise_to->bytes);
+  struct rlimit cur{};
+  ::getrlimit(RLIMIT_MEMLOCK, &cur);
+  struct rlimit rl{want, cur.rlim_max == RLIM_INFINITY || cur.rlim_max > want ? cur.rlim_max : want};
+  if (::setrlimit(RLIMIT_MEMLOCK, &rl) == 0) return;
+  const int err = errno;
+  cur.rlim_cur = cur.rlim_max;
+  ::setrlimit(RLIMIT_MEMLOCK, &cur);
+  RecordRaiseFailure(d, CurrentMemlock(), std::strerror(err));
+  slurm_error("inferencex: RLIMIT_MEMLOCK: %s", d.reason.c_str());
+}
+
 // The mount namespace this process is in now.
 bool MountNamespace(struct stat& st) { return ::fstatat(ProcDirFd(), "self/ns/mnt", &st, 0) == 0; }
 
@@ -158,8 +174,8 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
                                                 : LoadTopologyXmlCached(args.topology, args.run_dir);
   if (!topo) return topo.error();
   PlacementRequest pr;
-  const MemlockDecision memlock = DecideMemlock(PinnedNeeds(recipe.value()), args.memlock, CurrentMemlock());
-  g_memlock_raise = memlock.raise_to;
+  MemlockDecision memlock = DecideMemlock(PinnedNeeds(recipe.value()), args.memlock, CurrentMemlock());
+  ApplyMemlock(memlock);
   pr.pinned_memory = !PinnedNeeds(recipe.value()).empty();
   std::unique_ptr<HostProbe> probe = MakeSystemHostProbe();
   if (args.topology.empty()) {  // topology= describes another host: its facts only
@@ -265,23 +281,6 @@ int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
                 s.step_id.c_str(), n.c_str());
   }
   g_setup = std::move(s);
-  return 0;
-}
-
-int StepdTaskInitPrivileged(spank_t /*sp*/, const PluginArgs& /*args*/) {
-  if (!g_setup || !g_memlock_raise) return 0;
-  const rlim_t want = g_memlock_raise->unlimited ? RLIM_INFINITY : static_cast<rlim_t>(g_memlock_raise->bytes);
-  struct rlimit cur{};
-  ::getrlimit(RLIMIT_MEMLOCK, &cur);
-  struct rlimit rl{want, cur.rlim_max == RLIM_INFINITY || cur.rlim_max > want ? cur.rlim_max : want};
-  if (::setrlimit(RLIMIT_MEMLOCK, &rl) == 0) return 0;
-  // Without CAP_SYS_RESOURCE the hard limit cannot be raised: take what it
-  // allows and say so (the placement check already judged pinned memory).
-  const int err = errno;
-  cur.rlim_cur = cur.rlim_max;
-  ::setrlimit(RLIMIT_MEMLOCK, &cur);
-  slurm_error("inferencex: cannot raise RLIMIT_MEMLOCK to %s: %s; the tasks keep the hard limit",
-              DescribeMemlock(*g_memlock_raise).c_str(), std::strerror(err));
   return 0;
 }
 

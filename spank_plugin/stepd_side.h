@@ -14,7 +14,6 @@ extern "C" {
 namespace ix {
 
 int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& options);
-int StepdTaskInitPrivileged(spank_t sp, const PluginArgs& args);
 int StepdTaskInit(spank_t sp);
 // Counts local task exits; after the last one, asks ix-stepd to stop.
 int StepdTaskExit(spank_t sp);
