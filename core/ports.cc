@@ -298,6 +298,10 @@ uint64_t ProcessStartTime(pid_t pid) {
   std::string field;
   for (int i = 3; i <= 22; ++i) {
     if (!(f >> field)) return 0;
+    // Field 3, the state: a zombie keeps its pid and start time (and
+    // kill(pid, 0) succeeds) until its parent reaps it, which can take
+    // long (a slurmstepd killed under an init that reaps late).
+    if (i == 3 && (field == "Z" || field == "X")) return 0;
   }
   return std::strtoull(field.c_str(), nullptr, 10);
 }

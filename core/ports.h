@@ -92,7 +92,7 @@ class ProcessLiveness : public OwnerLiveness {
 };
 
 // This boot's id (/proc/sys/kernel/random/boot_id), and a process's start
-// time; 0 when the process does not exist.
+// time; 0 when the process does not exist or has exited (a zombie).
 std::string CurrentBootId();
 uint64_t ProcessStartTime(pid_t pid);
 // An owner record for process `pid` now.

@@ -15,7 +15,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
+#include <thread>
 
 namespace ix {
 namespace {
@@ -383,6 +385,38 @@ TEST(PortBrokerReal, LivenessNoticesDeathRecycledPidsAndOtherBoots) {
   LeaseOwner gone = MakeOwner("gone", child);
   ::waitpid(child, nullptr, 0);
   EXPECT_FALSE(live.IsAlive(gone));
+}
+
+// A killed owner that its parent has not reaped yet (a zombie still has its
+// pid and start time, and kill(pid, 0) succeeds on it) is dead: its leases
+// must not wait for the reaping.
+TEST(PortBrokerReal, AZombieOwnerIsDead) {
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    char c;
+    ::close(hold[1]);
+    (void)!::read(hold[0], &c, 1);
+    ::_exit(0);
+  }
+  ::close(hold[0]);
+  ProcessLiveness live;
+  const LeaseOwner owner = MakeOwner("9.0", child);
+  ASSERT_NE(owner.start_time, 0u);
+  EXPECT_TRUE(live.IsAlive(owner));
+  ::close(hold[1]);  // the child exits, and stays a zombie until waited for
+  std::string state;
+  for (int i = 0; i < 500 && state != "Z"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::ifstream in("/proc/" + std::to_string(child) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    state = stat.substr(stat.rfind(')') + 2, 1);
+  }
+  ASSERT_EQ(state, "Z");
+  EXPECT_EQ(ProcessStartTime(child), 0u);
+  EXPECT_FALSE(live.IsAlive(owner));
+  ::waitpid(child, nullptr, 0);
 }
 
 // 32 processes lease, really listen on, and release ports in a loop against
