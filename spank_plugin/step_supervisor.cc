@@ -13,6 +13,7 @@
 #include <deque>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "core/event_sink.h"
 #include "core/file_text.h"
@@ -55,8 +56,44 @@ struct Started {
   std::string log;  // its log's name in the result directory ("" = none)
 };
 
-// The label under which ix-stepd watches the client task.
+// The labels under which ix-stepd watches the client task and the step's
+// slurmstepd.
 constexpr const char* kClientLabel = "client";
+constexpr const char* kOwnerLabel = "slurmstepd";
+
+// SIGKILL to the client tasks and everything they started, as on a failure,
+// but never to ix-stepd (task 0's child) or what it started: the stop
+// handles those. Needed when slurmstepd is gone: Slurm's end of the tasks
+// (proctrack) went with it.
+void KillClientTrees(const std::vector<pid_t>& clients) {
+  Result<std::vector<ProcessInfo>> table = ListProcesses();
+  if (!table) {
+    std::fprintf(stderr, "ix-stepd: %s: killing the client tasks only\n", table.error().message.c_str());
+    for (pid_t c : clients) {
+      if (c > 1) ::kill(c, SIGKILL);
+    }
+    return;
+  }
+  const pid_t self = ::getpid();
+  std::set<pid_t> ours{self};
+  for (const ProcessInfo& p : DescendantsIn(table.value(), self)) ours.insert(p.pid);
+  std::vector<ProcessInfo> victims;
+  for (pid_t c : clients) {
+    if (c <= 1) continue;
+    for (const ProcessInfo& p : table.value()) {
+      if (p.pid == c) victims.push_back(p);
+    }
+    for (const ProcessInfo& p : DescendantsIn(table.value(), c)) {
+      if (!ours.count(p.pid)) victims.push_back(p);
+    }
+  }
+  std::string names;
+  for (const ProcessInfo& p : victims) {
+    if (p.exited() || RealProcessSystem().Signal(p.id(), SIGKILL) != 0) continue;
+    names += (names.empty() ? "" : ", ") + p.comm + " (" + std::to_string(p.pid) + ")";
+  }
+  std::fprintf(stderr, "ix-stepd: SIGKILL to the client tasks: %s\n", names.empty() ? "none left" : names.c_str());
+}
 
 // {"engine":{"cpus":"0-15","mempolicy":"bind:0",...},...}: what each
 // started process actually got.
@@ -203,9 +240,28 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     return 1;
   };
 
+  // slurmstepd killed: nothing else would end the step (docs/STEP.md).
+  auto is_owner = [](const ProcessExit& x) { return x.label == kOwnerLabel; };
+  auto owner_died = [&](const ProcessExit& x) {
+    failed_process = x.label;
+    failed_pid = x.id.pid;
+    if (ready) KillClientTrees(o.client_pids);
+    return fail("the step's slurmstepd (pid " + std::to_string(x.id.pid) +
+                ") died: nothing else can end the step, so ix-stepd ends it");
+  };
+
   Result<ProcessWatch> watch_r = ProcessWatch::Create();
   if (!watch_r) return fail(watch_r.error().message);
   watch.emplace(std::move(watch_r).value());
+  if (o.owner_pid > 0) {
+    Result<ProcessInfo> w = ReadProcessInfo(o.owner_pid);
+    failed_process = kOwnerLabel;
+    failed_pid = o.owner_pid;
+    if (!w || w.value().exited()) return fail("the step's slurmstepd (pid " + std::to_string(o.owner_pid) + ") is gone");
+    if (Status a = watch->Add(w.value().id(), kOwnerLabel); !a) return fail(a.error().message);
+    failed_process.clear();
+    failed_pid = 0;
+  }
   // The client's exit ends the step: it is watched like the servers, and
   // told apart by its label.
   if (o.stop_with_client && !o.client_pids.empty()) {
@@ -262,6 +318,7 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
   // Readiness, process by process, in plan order (engine, then router).
   SocketProber prober;  // no libcurl in ix-stepd: it costs ~7 ms of start-up
   std::optional<ProcessExit> early;
+  std::optional<ProcessExit> owner_gone;
   bool client_gone = false;
   auto is_client = [](const ProcessExit& x) { return x.label == kClientLabel; };
   const auto deadline = Clock::now() + o.ready_timeout;
@@ -276,6 +333,10 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
         client_gone = true;
         return std::string("the client exited");
       }
+      if (e && e.value() && is_owner(*e.value())) {
+        owner_gone = e.value();
+        return e.value()->Describe();
+      }
       if (e && e.value()) {
         early = e.value();
         return e.value()->Describe();
@@ -289,6 +350,7 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
         SetState(o, "finished");
         return 0;
       }
+      if (owner_gone) return owner_died(*owner_gone);
       failed_process = early ? early->label : s.planned->name;
       failed_pid = early ? early->id.pid : s.spawned.id.pid;
       for (const auto& x : started) {
@@ -328,6 +390,7 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
       std::fprintf(stderr, "ix-stepd: %s: stopping the servers\n", e.value()->Describe().c_str());
       break;
     }
+    if (e.value() && is_owner(*e.value())) return owner_died(*e.value());
     if (e.value()) {
       const ProcessExit& x = *e.value();
       failed_process = x.label;

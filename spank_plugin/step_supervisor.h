@@ -47,6 +47,11 @@ struct SupervisorOptions {
   // The first client's exit starts the stop at once (the step is over), before
   // Slurm runs any task_exit hook (Pyxis's removes the container).
   bool stop_with_client = false;
+  // The step's slurmstepd (0 = none). Killed, it can no longer end the step
+  // (no task_exit, no exit hook, no signal from scancel), so its death ends
+  // it here: the client tasks and what they started are killed, the servers
+  // stopped, and the step fails naming it.
+  pid_t owner_pid = 0;
   int ready_fd = -1;               // gets "ready\n" or "failed: REASON\n", then closed
   // Per process name: where to bind it (from the placement), or none.
   std::vector<std::pair<std::string, BindingTarget>> bindings;
@@ -54,8 +59,9 @@ struct SupervisorOptions {
   std::string step;          // "JOB.STEP", carried by every event
 };
 
-// Runs the step until a failure, until `*stop_requested` turns true
-// (SIGTERM) or, with stop_with_client, until the client exits. Returns 0
+// Runs the step until a failure (the owner's death is one), until
+// `*stop_requested` turns true (SIGTERM) or, with stop_with_client, until
+// the client exits. Returns 0
 // when stopped so, 1 after a failure.
 int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& options,
                   volatile const sig_atomic_t* stop_requested);

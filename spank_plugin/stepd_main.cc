@@ -6,7 +6,7 @@
 // engine whose ranks span NUMA nodes the recipe's per-worker NUMA flags),
 // runs it with StepSupervisor and reports "ready" or "failed: ..." on
 // --ready-fd. SIGTERM, or the exit of the client it watches, stops the step
-// cleanly. /proc and its directories are held as descriptors from the
+// cleanly; the death of the step's slurmstepd (--owner-pid) fails it. /proc and its directories are held as descriptors from the
 // start, so the stop works after the container is removed under it. Its
 // own output goes to a log file; it never holds the task's stdio.
 #include <fcntl.h>
@@ -44,6 +44,14 @@ int Fail(int ready_fd, const std::string& what, int status = 1) {
   return status;
 }
 
+// The parent of task 0 (`client`), which is the step's slurmstepd: Slurm
+// forks every task from it. 0 when it cannot be read or is already gone
+// (the task was reparented to init).
+pid_t ClientParent(pid_t client) {
+  ix::Result<ix::ProcessInfo> c = ix::ReadProcessInfo(client);
+  return c && c.value().ppid > 1 ? c.value().ppid : 0;
+}
+
 bool SplitPair(const std::string& s, std::string& k, std::string& v) {
   const size_t eq = s.find('=');
   if (eq == std::string::npos || eq == 0) return false;
@@ -56,7 +64,7 @@ bool SplitPair(const std::string& s, std::string& k, std::string& v) {
 
 int main(int argc, char** argv) {
   std::string plan_path, run_dir, result_dir, agent_socket, step;
-  int ready_fd = -1, run_dir_fd = -1;
+  int ready_fd = -1, run_dir_fd = -1, owner_pid = -1;
   bool stop_with_client = false;
   double ready_timeout = 3600, health_ms = 250, grace_ms = 3000;
   std::vector<std::string> binds;
@@ -77,6 +85,9 @@ int main(int argc, char** argv) {
       ("ready-fd", po::value(&ready_fd)->value_name("FD"), "write ready/failed here")
       ("client-pid", po::value(&clients)->composing()->value_name("PID"), "a client task to kill on failure")
       ("stop-with-client", po::bool_switch(&stop_with_client), "stop the step when the first --client-pid exits")
+      ("owner-pid", po::value(&owner_pid)->value_name("PID"),
+       "the step's slurmstepd: when it dies, kill the clients and stop the step (default: the parent of the "
+       "first --client-pid; 0: none)")
       ("agent-socket", po::value(&agent_socket)->value_name("PATH"), "the node agent's event socket")
       ("step", po::value(&step)->value_name("JOB.STEP"), "the step id events carry")
       ("health-interval-ms", po::value(&health_ms)->value_name("MS"), "health probe period once ready (default 250)")
@@ -138,6 +149,11 @@ int main(int argc, char** argv) {
   o.agent_socket = agent_socket;
   o.step = step;
   for (int c : clients) o.client_pids.push_back(static_cast<pid_t>(c));
+  o.owner_pid = owner_pid >= 0 ? static_cast<pid_t>(owner_pid) : clients.empty() ? 0 : ClientParent(clients[0]);
+  if (owner_pid < 0 && !clients.empty() && o.owner_pid == 0) {
+    return Fail(ready_fd, "the step's slurmstepd (the parent of task " + std::to_string(clients[0]) + ") is gone");
+  }
+  if (o.owner_pid > 0) std::cerr << "ix-stepd: watching the step's slurmstepd (pid " << o.owner_pid << ")\n";
   std::string k, v;
   for (const auto& b : binds) {
     const size_t at = b.rfind('@');
