@@ -16,7 +16,7 @@ NAME
     $PROG - private single-node Slurm cluster (munge + slurmctld + slurmd)
 
 SYNOPSIS
-    $PROG [--dir DIR] [--timeout SECS] start|stop|restart|status|env
+    $PROG [--dir DIR] [--timeout SECS] start|stop|restart|restart-slurmd|status|env
     $PROG --help
 
 DESCRIPTION
@@ -36,6 +36,11 @@ COMMANDS
     stop     Cancel all jobs, stop slurmd, slurmctld, every slurmstepd of this
              cluster (and its tasks) and munged; fail if any process is left.
     restart  stop, then start.
+    restart-slurmd
+             Stop slurmd alone (SIGTERM) and start it again with the same
+             configuration and spool, as an admin restarting the daemon
+             while jobs run: running steps and their slurmstepd stay.
+             Returns once the node responds again.
     status   Print each daemon's state and, when up, sinfo. Exit 0 when all
              daemons run and the controller answers, 3 when nothing runs,
              1 otherwise.
@@ -94,13 +99,13 @@ while [[ $# -gt 0 ]]; do
     --dir=*) DIR=${1#--dir=}; shift ;;
     --timeout) [[ $# -ge 2 ]] || usage_error "--timeout needs an argument"; TIMEOUT=$2; shift 2 ;;
     --timeout=*) TIMEOUT=${1#--timeout=}; shift ;;
-    start|stop|restart|status|env)
+    start|stop|restart|restart-slurmd|status|env)
       [[ -z $CMD ]] || usage_error "only one command allowed (got '$CMD' and '$1')"
       CMD=$1; shift ;;
     *) usage_error "unknown argument '$1'" ;;
   esac
 done
-[[ -n $CMD ]] || usage_error "missing command (start|stop|restart|status|env)"
+[[ -n $CMD ]] || usage_error "missing command (start|stop|restart|restart-slurmd|status|env)"
 [[ $TIMEOUT =~ ^[0-9]+$ && $TIMEOUT -gt 0 ]] || usage_error "timeout must be a positive integer (got '$TIMEOUT')"
 
 CTLD_PORT=${IX_SLURMCTLD_PORT:-16817}
@@ -644,6 +649,41 @@ do_start() {
   say "up: node $NODE idle, gpu:b300:8, ports $CTLD_PORT/$SLURMD_PORT, plugin: $plug; SLURM_CONF=$CONF"
 }
 
+# ---------------------------------------------------------------- restart-slurmd
+slurmd_start_time() { timeout 5 scontrol show node "$NODE" 2>/dev/null | grep -o 'SlurmdStartTime=[^ ]*'; }
+
+# node_registered OLD: the restarted slurmd has registered (the controller
+# shows a SlurmdStartTime other than OLD) and the node is up (sinfo marks a
+# node it cannot reach with '*'; down/fail/unknown are not up).
+node_registered() {
+  local st
+  [[ $(slurmd_start_time) != "$1" ]] || return 1
+  st=$(node_state)
+  [[ -n $st && $st != *'*' && $st != down* && $st != fail* && $st != unk* ]]
+}
+
+# Only slurmd: the spool (step sockets) and the slurmstepd of running steps
+# are kept, so that steps go on across the restart.
+do_restart_slurmd() {
+  require_root
+  if ! all_running || ! ctld_answers; then die "the cluster in $DIR is not fully running; use start"; fi
+  local pid old
+  pid=$(daemon_pid slurmd)
+  old=$(slurmd_start_time)
+  terminate slurmd 10 "$pid" || die "slurmd (pid $pid) did not stop"
+  rm -f "$SLURMD_PID"
+  DEADLINE=$((SECONDS + TIMEOUT))
+  env "$MARKER" slurmd -f "$CONF" -N "$NODE" >>"$LOG/slurmd.out" 2>&1 || {
+    echo "$PROG: slurmd exited with status $?" >&2; tail_logs "$LOG/slurmd.out" "$SLURMD_LOG"; exit 1
+  }
+  if ! wait_for "$(remaining)" node_registered "$old"; then
+    echo "$PROG: node $NODE did not register within ${TIMEOUT}s of slurmd's restart (state '$(node_state)')" >&2
+    tail_logs "$SLURMD_LOG" "$CTLD_LOG"
+    exit 1
+  fi
+  say "slurmd restarted (pid $(daemon_pid slurmd), was $pid); node $NODE $(node_state)"
+}
+
 # ---------------------------------------------------------------- status
 do_status() {
   local n=0 up=0 name pid
@@ -682,6 +722,7 @@ case $CMD in
   start) do_start ;;
   stop) require_root; do_stop ;;
   restart) require_root; do_stop quiet || die "stop failed"; do_start ;;
+  restart-slurmd) do_restart_slurmd ;;
   status) do_status ;;
   env) printf 'export SLURM_CONF=%q\n' "$CONF" ;;
 esac
