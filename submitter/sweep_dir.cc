@@ -43,9 +43,13 @@ Result<SweepLock> LockSweepDir(const std::string& dir, const std::string& sweep_
       int err = 0;
       std::string holder = ReadFileText(path, &err);
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-      return Error{"sweep " + sweep_id + " is being submitted or watched by another ixsubmit (" +
-                   (holder.empty() ? std::string("holder unknown") : holder) + "; lock " + path +
-                   "): stop that one first, or watch with `ixsubmit status " + sweep_id + "`"};
+      // The holder may be this sweep's own submitter (a second --resume)
+      // or another sweep's, whose directory this one was pointed at.
+      const bool same = holder.find("sweep " + sweep_id) != std::string::npos;
+      return Error{"sweep directory " + dir + " is in use by another ixsubmit (" +
+                   (holder.empty() ? std::string("holder unknown") : holder) + "; lock " + path + "): " +
+                   (same ? "stop that one first, or watch with `ixsubmit status " + sweep_id + "`"
+                         : "sweep " + sweep_id + " needs another --sweep-dir")};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

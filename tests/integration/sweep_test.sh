@@ -140,6 +140,37 @@ grep -q "was submitted before the interruption" "$tmp/lk2.out" || fail "lookup r
 [[ $(count_jobs "$id") -eq 2 ]] || fail "lookup resume: $(count_jobs "$id") jobs, expected 2"
 echo "ok: a job sbatch made before the kill was found by name, not submitted again"
 
+# 8b. sbatch's answer lost (exit 0, no job id: what a timed-out sbatch leaves):
+#     the submitter looks the job up by name at once instead of guessing.
+cat >"$tmp/wrap/sbatch" <<SH
+#!/bin/bash
+if [[ " \$* " == *" --array="* && " \$* " != *" --test-only "* ]]; then $(command -v sbatch) "\$@" >/dev/null; exit \$?; fi
+exec $(command -v sbatch) "\$@"
+SH
+PATH=$tmp/wrap:$PATH sweep full-sweep-enabled --conc 2 8 --sweep-dir "$tmp/lost" -- ix-fake-client --sessions 2 --turns 2 \
+  >"$tmp/lost.out" 2>&1 || fail "lost answer: $(tail -3 "$tmp/lost.out")"
+grep -q "sbatch's answer for .* was lost; found it by name as job" "$tmp/lost.out" || fail "lost answer: $(cat "$tmp/lost.out")"
+id=$(grep -o 'sw-[0-9]*-[0-9]*-[0-9a-f]*' "$tmp/lost.out" | head -1)
+[[ $(count_jobs "$id") -eq 2 ]] || fail "lost answer: $(count_jobs "$id") jobs, expected 2"
+echo "ok: a lost sbatch answer was found by name, nothing submitted twice"
+
+# 8c. While a sweep is watched: a second submitter on it and a new sweep in
+#     its directory are refused, naming the holder and the live sweep.
+FAKE_VLLM_START_DELAY_S=30 sweep full-sweep-enabled --conc 2 8 --sweep-dir "$tmp/busy" -- ix-fake-client >"$tmp/busy.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "submitted bucket" "$tmp/busy.out" && break; sleep 0.1; done
+id=$(grep -o 'sw-[0-9]*-[0-9]*-[0-9a-f]*' "$tmp/busy.out" | head -1)
+out=$("$IXSUBMIT" sweep --resume "$id" --db "$tmp/ix.db" 2>&1) && fail "a second submitter on $id was accepted"
+grep -q "is in use by another ixsubmit (pid [0-9]* on .*, sweep $id; .*watch with .ixsubmit status $id" <<<"$out" ||
+  fail "second submitter: $out"
+out=$(sweep full-sweep-enabled --conc 2 8 --sweep-dir "$tmp/busy" -- ix-fake-client 2>&1) && fail "a live sweep's directory was reused"
+grep -q "sweep directory $tmp/busy is in use by another ixsubmit (pid [0-9]* on .*, sweep $id; .*needs another --sweep-dir" <<<"$out" ||
+  fail "reused directory: $out"
+kill -9 $(pgrep -P $pid) $pid; wait $pid 2>/dev/null
+scancel $(squeue -h --states=all -o '%F %j' | awk -v p="ix-$id-" 'index($2, p) == 1 {print $1}' | sort -u)
+queue_empty || fail "busy sweep: jobs left: $(squeue -h)"
+echo "ok: a second submitter and a reused live directory are refused"
+
 # 9. On a terminal: a progress bar per job, and Ctrl-C asks; "c" cancels the sweep.
 python3 - "$IXSUBMIT" "$cfg" "$key" "$tmp" <<'PY' || fail "terminal display / Ctrl-C"
 import os, pty, sys, time
