@@ -12,12 +12,10 @@
 # the plugstack.conf it found. Needs what step_test.sh needs, plus
 # IX_CLUSTER_DIR and IX_SOURCE_DIR.
 set -uo pipefail
-export PATH=$IX_FAKES_BIN_DIR:$PATH
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ix_require_env IX_CLUSTER_DIR IX_SOURCE_DIR IX_FAKES_BIN_DIR IXCTL SLURM_CONF
 CLUSTER=$IX_SOURCE_DIR/scripts/local-cluster.sh
 tmp=$(mktemp -d /tmp/ix-stop-test.XXXXXX)
-chmod 755 "$tmp"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ORIG_ARGS=${IX_SPANK_ARGS-}
 receiver=
 cleanup() {
@@ -79,6 +77,7 @@ for point in "one-task 1" "two-tasks 2"; do
   grep -q 'shutdown complete, exiting with status 0' "$log" ||
     fail "$name: the engine was killed before its shutdown ended: $(tail -n 3 "$log")"
   check_events "$name" "$(step_of)"
+  check_clean "$name"
 done
 
 # A shutdown longer than ix-stepd's grace (3 s) is cut short by SIGKILL.
@@ -87,10 +86,5 @@ log=$tmp/slow-stop/server.log
 grep -q 'releasing resources' "$log" || fail "slow-stop: the engine's shutdown did not start"
 if grep -q 'shutdown complete' "$log"; then fail "slow-stop: an 8 s shutdown ended within the 3 s grace"; fi
 check_events slow-stop "$(step_of)"
-
-# Exited processes (zombies waiting for init to reap them) do not count.
-live() { pgrep -r RSDT -a -x vllm; pgrep -r RSDT -a -x ix-stepd; pgrep -r RSDT -a EngineCore_DP; }
-for _ in $(seq 50); do [[ -z $(live) ]] && break; sleep 0.1; done
-[[ -z $(live) ]] || fail "processes left: $(live)"
-[[ $failures -eq 0 ]] || exit 1
-echo "step_stop: engines got SIGTERM and their grace with 1 and 2 tasks; finished events sent; a shutdown past the grace is killed"
+check_clean slow-stop
+ix_finish step_stop
