@@ -61,10 +61,11 @@ struct Started {
 constexpr const char* kClientLabel = "client";
 constexpr const char* kOwnerLabel = "slurmstepd";
 
-// SIGKILL to the client tasks and everything they started, as on a failure,
+// SIGKILL to the client tasks and everything they started (on a failure),
 // but never to ix-stepd (task 0's child) or what it started: the stop
-// handles those. Needed when slurmstepd is gone: Slurm's end of the tasks
-// (proctrack) went with it.
+// handles those. Slurm's end of the tasks (proctrack) is no substitute: a
+// grandchild orphaned by its parent's death leaves the tree proctrack/linuxproc
+// walks, and when slurmstepd is gone there is no proctrack at all.
 void KillClientTrees(const std::vector<pid_t>& clients) {
   Result<std::vector<ProcessInfo>> table = ListProcesses();
   if (!table) {
@@ -227,10 +228,11 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
     WriteIn(o.result_dir_fd, o.result_dir, "failure.json", json);
     SetState(o, "failed");
     // Before readiness the client has not started: task_init is waiting on
-    // ready_fd and reports the failure itself.
-    for (pid_t c : o.client_pids) {
-      if (ready && c > 1) ::kill(c, SIGKILL);
-    }
+    // ready_fd and reports the failure itself. After, the client's whole
+    // tree goes: a wrapper's child (bash -c 'aiperf ...') orphaned by the
+    // wrapper's death would leave Slurm's tree, run on and hold srun's
+    // output open until it ends.
+    if (ready) KillClientTrees(o.client_pids);
     stop_all();
     std::fprintf(stderr, "ix-stepd: step failed: %s\n", reason.c_str());
     std::string record = json;
