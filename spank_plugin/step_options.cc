@@ -1,8 +1,13 @@
 #include "spank_plugin/step_options.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "core/launch_plan.h"
@@ -24,6 +29,37 @@ Result<int64_t> ParseBounded(const std::string& option, const std::string& text,
     return Error{option + "=" + text + ": expected " + unit + " from 1 to " + std::to_string(max)};
   }
   return static_cast<int64_t>(v);
+}
+
+// What a directory entry is, for a message.
+const char* KindOf(mode_t mode) {
+  return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+       : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+// The recipe directory and NAME.yaml in it, looked at before the recipe is
+// loaded: a directory that cannot be read, or a recipe that is not a
+// regular file (a FIFO would block its reader), is said as such, naming it;
+// otherwise the loader would only call the recipe unknown. A missing
+// NAME.yaml is left to the loader, which lists the recipes there.
+Status CheckRecipeFile(const std::string& dir, const std::string& name) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return Error{"recipe_dir " + dir + " cannot be read: " + std::strerror(errno) +
+                 " (plugstack.conf: recipe_dir=DIR)"};
+  }
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
+    ::close(fd);
+    return Ok{};  // not a recipe name: the loader refuses it
+  }
+  const std::string file = name + ".yaml";
+  struct stat st{};
+  const int r = ::fstatat(fd, file.c_str(), &st, 0);  // a linked recipe is fine: follow it
+  const int err = errno;
+  ::close(fd);
+  if (r != 0) return err == ENOENT ? Status{Ok{}} : Status{Error{dir + "/" + file + ": " + std::strerror(err)}};
+  if (!S_ISREG(st.st_mode)) return Error{dir + "/" + file + ": " + KindOf(st.st_mode) + ", not a regular file"};
+  return Ok{};
 }
 
 }  // namespace
@@ -65,6 +101,9 @@ Result<Recipe> LoadCheckedRecipe(const StepOptions& o, const std::string& recipe
     const std::vector<std::string> recipes = ListRecipes(recipe_dir);
     return Error{"--inferencex-recipe=NAME is required with the other --inferencex options; "
                  "recipes: " + (recipes.empty() ? std::string("(none in ") + recipe_dir + ")" : JoinNames(recipes))};
+  }
+  if (Status f = CheckRecipeFile(recipe_dir, *o.recipe); !f) {
+    return Error{"--inferencex-recipe=" + *o.recipe + ": " + f.error().message};
   }
   Result<Recipe> recipe = LoadRecipeByName(recipe_dir, *o.recipe);
   if (!recipe) return Error{"--inferencex-recipe=" + *o.recipe + ": " + recipe.error().message};

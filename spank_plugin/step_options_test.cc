@@ -1,6 +1,13 @@
 #include "spank_plugin/step_options.h"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/test.h"
 
 namespace ix {
 namespace {
@@ -61,6 +68,51 @@ TEST(StepOptions, LoadCheckedRecipeReturnsTheRecipeItChecked) {
   r = LoadCheckedRecipe(o, kDir);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, ErrorOf(o));
+}
+
+// A recipe that is there but cannot be read is said as such, naming the
+// file or the directory, never opened when it is a FIFO.
+TEST(StepOptions, AnUnreadableRecipeIsNamed) {
+  namespace fs = std::filesystem;
+  test::TempDir d("ix-step-options-test");
+  const std::string dir = d.path() + "/recipes";
+  const std::string file = dir + "/" + kRecipe + ".yaml";
+  fs::create_directory(dir);
+  fs::copy_file(std::string(kDir) + "/" + kRecipe + ".yaml", file);
+  StepOptions o;
+  o.arm = "tp4";
+  o.recipe = kRecipe;
+  o.conc = 8;
+  ASSERT_TRUE(ValidateStepOptions(o, dir).ok());
+  auto error = [&] {
+    Status s = ValidateStepOptions(o, dir);
+    return s.ok() ? std::string("accepted") : s.error().message;
+  };
+  const std::string prefix = std::string("--inferencex-recipe=") + kRecipe + ": ";
+  fs::rename(file, file + ".away");
+  ASSERT_EQ(::mkfifo(file.c_str(), 0644), 0);
+  EXPECT_EQ(error(), prefix + file + ": a FIFO, not a regular file");
+  fs::remove(file);
+  fs::create_directory(file);
+  EXPECT_EQ(error(), prefix + file + ": a directory, not a regular file");
+  fs::remove(file);
+  fs::create_symlink("/dev/zero", file);
+  EXPECT_EQ(error(), prefix + file + ": a character device, not a regular file");
+  fs::remove(file);
+  fs::create_symlink(file + ".away", file);  // a linked recipe is read
+  EXPECT_EQ(error(), "accepted");
+  fs::remove(file);
+  fs::rename(file + ".away", file);
+  fs::rename(dir, dir + ".away");
+  EXPECT_EQ(error(), prefix + "recipe_dir " + dir + " cannot be read: No such file or directory "
+                              "(plugstack.conf: recipe_dir=DIR)");
+  std::ofstream(dir) << "a file\n";
+  EXPECT_EQ(error(), prefix + "recipe_dir " + dir + " cannot be read: Not a directory "
+                              "(plugstack.conf: recipe_dir=DIR)");
+  fs::remove(dir);
+  fs::rename(dir + ".away", dir);
+  o.recipe = "nope";  // a missing recipe is still the loader's "unknown", with the list
+  EXPECT_NE(error().find("unknown recipe 'nope' in " + dir + "; available: " + kRecipe), std::string::npos) << error();
 }
 
 TEST(StepOptions, ParseConcurrency) {
