@@ -97,9 +97,11 @@ else
   # Nobody released the leases: they stay, owned by the dead slurmstepd,
   # until the next transaction of the broker.
   after=$(owners)
-  [[ $before == "$id/$stepd" && $after == "$before" ]] ||
+  if [[ $before == "$id/$stepd" && $after == "$before" ]]; then
+    ok "stepd-kill: the leases stay in the table, owner $after (a dead process)"
+  else
     fail "stepd-kill: leases before the kill '$before', after '$after' (want $id/$stepd both)"
-  ok "stepd-kill: the leases stay in the table, owner $after (a dead process)"
+  fi
   state=$(scontrol show job "${id%.*}" 2>/dev/null | grep -o 'JobState=[A-Z]*' || true)
   if kill -0 "$srun_pid" 2>/dev/null; then
     echo "     stepd-kill: srun still waits and the job is ${state#JobState=}; scancel ends it"
@@ -111,7 +113,10 @@ else
   scancel "${id%.*}" || true
 fi
 rc=0
-timeout 20 tail --pid="$srun_pid" -f /dev/null || fail "stepd-kill: srun did not end within 20 s of scancel"
+if ! timeout 20 tail --pid="$srun_pid" -f /dev/null; then
+  fail "stepd-kill: srun did not end within 20 s of scancel"
+  kill "$srun_pid" 2>/dev/null || true
+fi
 wait "$srun_pid" || rc=$?
 echo "     stepd-kill: srun exit $rc"
 # The next step reclaims the dead owner's leases (its ports are free now).
