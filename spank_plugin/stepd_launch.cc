@@ -71,8 +71,18 @@ void CloseStepdHandles(StepdHandles& h) {
 
 Result<LaunchedStepd> LaunchStepd(const StepdHandles& h, const std::vector<std::string>& argv, char* const* envp) {
   if (h.exe_fd < 0 || h.run_dir_fd < 0 || argv.empty()) return Error{"ix-stepd: no descriptors to start it from"};
-  const int log = ::openat(h.run_dir_fd, "stepd.log", O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // The run directory is the job user's by now: a FIFO planted at stepd.log
+  // must not block this task for ever (no reader), so O_NONBLOCK, and only
+  // a regular file is taken.
+  const int log = ::openat(h.run_dir_fd, "stepd.log",
+                           O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (log < 0) return Error{"cannot open stepd.log in the run directory: " + Errno(errno)};
+  struct stat log_st{};
+  if (::fstat(log, &log_st) != 0 || !S_ISREG(log_st.st_mode)) {
+    ::close(log);
+    return Error{"cannot open stepd.log in the run directory: not a regular file"};
+  }
+  ::fcntl(log, F_SETFL, O_WRONLY | O_APPEND);
   int in[2], ready[2];
   if (::pipe2(in, O_CLOEXEC) != 0) {
     ::close(log);

@@ -40,6 +40,32 @@ TEST(StepdLaunch, OpenRefusesWhatCannotBeExecuted) {
   EXPECT_NE(link.error().message.find("cannot open the run directory"), std::string::npos);
 }
 
+// stepd.log planted by the job user as a FIFO (no reader) or a link is
+// refused at once: the task must not block on it for ever.
+TEST(StepdLaunch, APlantedLogIsRefusedWithoutBlocking) {
+  RunDir d;
+  Result<StepdHandles> h = OpenStepdHandles("/bin/sh", d.path());
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  const std::vector<std::string> argv = {"ix-stepd", "-c", "echo ready >&3"};
+  char env0[] = "PATH=/usr/bin:/bin";
+  char* envp[] = {env0, nullptr};
+  ASSERT_EQ(::mkfifo((d.path() + "/stepd.log").c_str(), 0644), 0);
+  const auto start = std::chrono::steady_clock::now();
+  Result<LaunchedStepd> l = LaunchStepd(h.value(), argv, envp);
+  ASSERT_FALSE(l.ok()) << "launched with a FIFO as stepd.log";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  const int reader = ::open((d.path() + "/stepd.log").c_str(), O_RDONLY | O_NONBLOCK);  // with a reader too
+  l = LaunchStepd(h.value(), argv, envp);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.error().message.find("stepd.log in the run directory: not a regular file"), std::string::npos)
+      << l.error().message;
+  ::close(reader);
+  std::filesystem::remove(d.path() + "/stepd.log");
+  std::filesystem::create_symlink("/dev/null", d.path() + "/stepd.log");
+  EXPECT_FALSE(LaunchStepd(h.value(), argv, envp).ok());
+  CloseStepdHandles(h.value());
+}
+
 // The program runs from its descriptor, with exactly stdio, the ready pipe
 // and the run directory open, and its output in stepd.log.
 TEST(StepdLaunch, RunsFromTheDescriptorWithOnlyItsDescriptors) {
