@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 
@@ -21,7 +22,13 @@ std::string EventJson(const std::string& event, const std::string& step, double 
   w.StartObject();
   w.Key("event"); str(event);
   w.Key("step"); str(step);
-  w.Key("time"); w.Double(unix_time);
+  w.Key("time");
+  // The writer writes nothing for NaN or infinity (the text would not be JSON).
+  if (std::isfinite(unix_time)) {
+    w.Double(unix_time);
+  } else {
+    w.Null();
+  }
   for (const auto& [k, v] : fields) {
     str(k);
     str(v);

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <limits>
 #include <string>
 
 namespace ix {
@@ -87,6 +88,19 @@ TEST(EventSink, StringsAreEscaped) {
   d.Parse(j.c_str());
   ASSERT_FALSE(d.HasParseError()) << j;
   EXPECT_STREQ(d["reason"].GetString(), "said \"no\"\n");
+}
+
+// RapidJSON's writer emits nothing for NaN or infinity, which left
+// `"time":}` (found by fuzz/event_json_fuzz).
+TEST(EventSink, TimeThatIsNotFiniteIsNull) {
+  for (double t : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    const std::string j = EventJson("ready", "3.1", t, {{"k", "v"}}, {});
+    rapidjson::Document d;
+    d.Parse(j.c_str());
+    ASSERT_FALSE(d.HasParseError()) << j;
+    EXPECT_TRUE(d["time"].IsNull()) << j;
+    EXPECT_STREQ(d["k"].GetString(), "v");
+  }
 }
 
 }  // namespace

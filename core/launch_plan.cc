@@ -15,7 +15,8 @@ namespace {
 // a new name is appended, so the written order is kept.
 void MergeEnv(EnvList& base, const EnvList& extra) {
   for (const auto& [k, v] : extra) {
-    auto it = std::find_if(base.begin(), base.end(), [&](const auto& e) { return e.first == k; });
+    const std::string& name = k;  // clang 14 (the fuzz build) cannot capture a structured binding
+    auto it = std::find_if(base.begin(), base.end(), [&](const auto& e) { return e.first == name; });
     if (it != base.end()) {
       it->second = v;
     } else {

@@ -105,6 +105,9 @@ Result<Topology> DiscoverCpusAndNodes(const std::string& system_dir = "/sys/devi
 // The same from an hwloc 2.x XML file (lstopo --of xml). An unreadable or
 // malformed file is an Error naming the file.
 Result<Topology> LoadTopologyXml(const std::string& path);
+// The same from the XML text itself; `where` is the topology's `source` and
+// names the text in errors (LoadTopologyXml passes the path).
+Result<Topology> TopologyFromXmlText(const std::string& text, const std::string& where);
 // LoadTopologyXml through a cache in `cache_dir`, keyed on the XML file's
 // identity (device, inode, size, mtime and ctime in ns, in the cache file's
 // name), so an edited or replaced file is parsed again. The result is

@@ -65,6 +65,29 @@ hwloc_obj_t NearestNuma(hwloc_obj_t pu) {
   return nullptr;
 }
 
+// hwloc loads an XML file whose PUs or NUMA nodes share an os_index (or
+// have none) as it is; a CPU in two cores, or two nodes of one number,
+// would break the invariants of topology.h that placement relies on.
+Status CheckDistinctIndices(const Topology& topo) {
+  const std::string expected = " (expected an hwloc topology XML with distinct os_index values)";
+  for (size_t i = 0; i < topo.numa_nodes.size(); ++i) {
+    const int n = topo.numa_nodes[i].os_index;
+    if (n < 0) return Error{topo.source + ": a NUMA node has no os_index" + expected};
+    if (i > 0 && topo.numa_nodes[i - 1].os_index == n) {
+      return Error{topo.source + ": NUMA node os_index " + std::to_string(n) + " appears twice" + expected};
+    }
+  }
+  std::vector<int> cpus;
+  for (const Core& c : topo.cores) cpus.insert(cpus.end(), c.cpus.begin(), c.cpus.end());
+  std::sort(cpus.begin(), cpus.end());
+  if (!cpus.empty() && cpus.front() < 0) return Error{topo.source + ": a PU has no os_index" + expected};
+  const auto twice = std::adjacent_find(cpus.begin(), cpus.end());
+  if (twice != cpus.end()) {
+    return Error{topo.source + ": PU os_index " + std::to_string(*twice) + " appears twice" + expected};
+  }
+  return Ok{};
+}
+
 // Builds our Topology from a loaded hwloc topology.
 Result<Topology> Build(hwloc_topology_t t, std::string source) {
   Topology topo;
@@ -113,6 +136,7 @@ Result<Topology> Build(hwloc_topology_t t, std::string source) {
     std::sort(n.cpus.begin(), n.cpus.end());
   }
   if (topo.cores.empty()) return Error{topo.source + ": hwloc found no CPUs"};
+  if (Status s = CheckDistinctIndices(topo); !s) return s.error();
   if (topo.NumaNodesWithCpus().empty()) return Error{topo.source + ": hwloc found no NUMA node with CPUs"};
 
   // GPUs, in PCI bus order.
@@ -206,6 +230,10 @@ Result<Topology> LoadTopologyXml(const std::string& path) {
   int err = 0;
   const std::string text = ReadFileText(path, &err);
   if (err) return Error{path + ": cannot read topology XML: " + ErrnoText(err)};
+  return TopologyFromXmlText(text, path);
+}
+
+Result<Topology> TopologyFromXmlText(const std::string& text, const std::string& path) {
   if (IsBlank(text)) return Error{path + ": file is empty, expected an hwloc topology XML"};
   HwlocTopology t;
   if (!t.ok()) return Error{"hwloc: cannot initialise a topology: " + ErrnoText(errno)};

@@ -136,6 +136,10 @@ Result<SweepManifest> ReadSweepManifest(const std::string& sweep_dir) {
   int err = 0;
   const std::string text = ReadFileText(path, &err);
   if (err) return Error{"cannot read " + path + ": " + std::strerror(err)};
+  return SweepManifestFromJson(text, path);
+}
+
+Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::string& path) {
   rapidjson::Document d;
   d.Parse(text.c_str());
   if (d.HasParseError() || !d.IsObject()) return Error{path + ": not a sweep file (invalid JSON)"};

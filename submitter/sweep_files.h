@@ -48,7 +48,10 @@ std::string JobName(const SweepManifest& m, const PlannedJob& job);
 
 // Writes sweep.json, the scripts and the logs/ and results/ directories.
 Status WriteSweepFiles(const SweepManifest& m);
+// Reads `sweep_dir`/sweep.json.
 Result<SweepManifest> ReadSweepManifest(const std::string& sweep_dir);
+// The same from the text of a sweep.json; `where` names it in errors.
+Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::string& where);
 
 // sbatch's arguments for one job (without --parsable and the script), the
 // dependency given as the canary's job id (0 = none; < 0 = a placeholder,

@@ -1,0 +1,51 @@
+// TopologyFromXmlText on hwloc XML that hwloc loads but that would break
+// the invariants of core/topology.h (cases found by fuzz/topology_xml_fuzz).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/file_text.h"
+#include "core/topology.h"
+
+namespace ix {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  int err = 0;
+  std::string text = ReadFileText(IX_SOURCE_DIR "/tests/fixtures/topology/" + name, &err);
+  EXPECT_EQ(err, 0) << name;
+  return text;
+}
+
+// `from` replaced by `to` in `text`, which must hold it.
+std::string Edited(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(TopologyXml, TheFixtureLoadsAsText) {
+  Result<Topology> t = TopologyFromXmlText(Fixture("smt-2x4x2.xml"), "smt.xml");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t.value().source, "smt.xml");
+}
+
+// Two PUs with os_index 0 (one with CPU 8's cpuset): CPU 0 would be in two
+// cores, and the topology cache would refuse what was built.
+TEST(TopologyXml, APuOsIndexGivenTwiceIsAnError) {
+  const std::string xml = Edited(Fixture("smt-2x4x2.xml"), R"(os_index="8" cpuset="0x00000100")",
+                                 R"(os_index="0" cpuset="0x00000100")");
+  Result<Topology> t = TopologyFromXmlText(xml, "dup.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("dup.xml: PU os_index 0 appears twice"), std::string::npos) << t.error().message;
+}
+
+TEST(TopologyXml, EmptyTextIsAnError) {
+  Result<Topology> t = TopologyFromXmlText(" \n", "empty.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("empty.xml: file is empty"), std::string::npos) << t.error().message;
+}
+
+}  // namespace
+}  // namespace ix
