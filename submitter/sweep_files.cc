@@ -143,6 +143,7 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
   rapidjson::Document d;
   d.Parse(text.c_str());
   if (d.HasParseError() || !d.IsObject()) return Error{path + ": not a sweep file (invalid JSON)"};
+  // Callers check that `o` is an object: HasMember on anything else is undefined.
   auto s = [&](const rapidjson::Value& o, const char* k) -> std::string {
     return o.HasMember(k) && o[k].IsString() ? o[k].GetString() : "";
   };
@@ -150,6 +151,9 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     return o.HasMember(k) && o[k].IsInt64() ? o[k].GetInt64() : 0;
   };
   auto b = [&](const rapidjson::Value& o, const char* k) { return o.HasMember(k) && o[k].IsBool() && o[k].GetBool(); };
+  auto not_object = [&](const char* list, size_t n) {
+    return Error{path + ": field '" + list + "[" + std::to_string(n) + "]' must be an object"};
+  };
   SweepManifest m;
   m.sweep_id = s(d, "sweep");
   m.sweep_dir = s(d, "sweep_dir");
@@ -182,6 +186,7 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     m.container.model_dir = s(c, "model_dir");
   }
   for (const auto& j : d["jobs"].GetArray()) {
+    if (!j.IsObject()) return not_object("jobs", m.plan.jobs.size());
     PlannedJob job;
     job.key = s(j, "key");
     job.bucket = s(j, "bucket");
@@ -194,6 +199,7 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     m.plan.jobs.push_back(std::move(job));
   }
   for (const auto& e : d["entries"].GetArray()) {
+    if (!e.IsObject()) return not_object("entries", m.plan.entries.size());
     PlannedEntry p;
     p.index = i(e, "index");
     p.job_key = s(e, "job");
