@@ -332,6 +332,18 @@ Status EnforcePlacement(const Placement& placement, PlacementPolicy policy) {
 
 namespace {
 
+// A limit as JSON: bytes, "unlimited", or null when unknown / not set.
+template <class Writer>
+void WriteMemlockLimit(Writer& w, const std::optional<MemlockLimit>& limit) {
+  if (!limit) {
+    w.Null();
+  } else if (limit->unlimited) {
+    w.String("unlimited");
+  } else {
+    w.Uint64(limit->bytes);
+  }
+}
+
 template <class Writer>
 void WritePlacement(Writer& w, const Placement& p) {
   auto str = [&](const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); };
@@ -384,22 +396,8 @@ void WritePlacement(Writer& w, const Placement& p) {
   w.StartObject();
   w.Key("pinned_memory"); w.Bool(p.pinned_memory);
   w.Key("needed_bytes"); w.Uint64(p.memlock_needed_bytes);
-  w.Key("limit");
-  if (!p.memlock) {
-    w.Null();
-  } else if (p.memlock->unlimited) {
-    w.String("unlimited");
-  } else {
-    w.Uint64(p.memlock->bytes);
-  }
-  w.Key("set");
-  if (!p.memlock_set) {
-    w.Null();
-  } else if (p.memlock_set->unlimited) {
-    w.String("unlimited");
-  } else {
-    w.Uint64(p.memlock_set->bytes);
-  }
+  w.Key("limit"); WriteMemlockLimit(w, p.memlock);
+  w.Key("set"); WriteMemlockLimit(w, p.memlock_set);
   w.Key("reason"); str(p.memlock_reason);
   w.EndObject();
   w.Key("problems");

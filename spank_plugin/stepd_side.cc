@@ -27,6 +27,7 @@
 #include "core/topology.h"
 #include "spank_plugin/memlock_policy.h"
 #include "spank_plugin/step_backstop.h"
+#include "spank_plugin/step_dirs.h"
 #include "spank_plugin/step_setup.h"
 #include "spank_plugin/stepd_launch.h"
 
@@ -142,6 +143,30 @@ void ApplyMemlock(MemlockDecision& d) {
   slurm_error("inferencex: RLIMIT_MEMLOCK: %s", d.reason.c_str());
 }
 
+// Directories of steps whose slurmstepd died without its `exit` hook
+// (SIGKILL): removed, so they do not pile up in /run.
+void RemoveStaleSteps(const std::string& run_dir) {
+  static ProcessLiveness live;
+  std::vector<std::string> problems;
+  Result<std::vector<std::string>> gone = RemoveStaleStepDirs(g_run_base_fd, run_dir, live, &problems);
+  if (!gone) problems.push_back(gone.error().message);
+  for (const std::string& step : gone ? gone.value() : std::vector<std::string>{}) {
+    slurm_info("inferencex: removed %s/%s: its slurmstepd is gone", run_dir.c_str(), step.c_str());
+  }
+  for (const std::string& p : problems) slurm_error("inferencex: stale step directories: %s", p.c_str());
+}
+
+// The step's directory and its record in run_dir, never following a link;
+// `keep_dir`: the directory stays (without its record: for the admin).
+void RemoveStepDir(const std::string& run_dir, const std::string& step, bool keep_dir) {
+  if (!keep_dir) {
+    if (Status r = RemoveTreeAt(g_run_base_fd, run_dir, step, 10000); !r) {
+      slurm_error("inferencex: step %s: %s", step.c_str(), r.error().message.c_str());
+    }
+  }
+  ::unlinkat(g_run_base_fd, StepOwnerFile(step).c_str(), 0);
+}
+
 // The mount namespace this process is in now.
 bool MountNamespace(struct stat& st) { return ::fstatat(ProcDirFd(), "self/ns/mnt", &st, 0) == 0; }
 
@@ -237,7 +262,12 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   // planted. A leftover with this id (job ids restart with slurmctld's
   // state) is removed first, never following a link.
   s.run_dir = args.run_dir + "/" + s.step_id;
+  RemoveStaleSteps(args.run_dir);
   if (Status r = RemoveTreeAt(g_run_base_fd, args.run_dir, s.step_id); !r) return r.error();
+  const LeaseOwner me = MakeOwner(s.step_id, ::getpid());
+  if (Status w = WriteFileAtomicAt(g_run_base_fd, args.run_dir, StepOwnerFile(s.step_id), FormatStepOwner(me)); !w) {
+    return w.error();
+  }
   if (::mkdirat(g_run_base_fd, s.step_id.c_str(), 0755) != 0) {
     return Error{"cannot create " + s.run_dir + ": " + std::strerror(errno)};
   }
@@ -268,7 +298,7 @@ int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
     ReleasePorts(args, s.step_id);
     CloseStepdHandles(g_handles);
     if (g_run_base_fd >= 0) {
-      (void)RemoveTreeAt(g_run_base_fd, args.run_dir, s.step_id, 10000);
+      RemoveStepDir(args.run_dir, s.step_id, false);
       ::close(g_run_base_fd);
       g_run_base_fd = -1;
     }
@@ -537,11 +567,7 @@ int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
   CloseStepdHandles(g_handles);
   // Nothing of the step stays in run_dir (a tmpfs on a node), unless the
   // backstop had to act: then it is the record slurmd's log points to.
-  if (!g_backstop_fired) {
-    if (Status r = RemoveTreeAt(g_run_base_fd, args.run_dir, s.step_id, 10000); !r) {
-      slurm_error("inferencex: step %s: %s", s.step_id.c_str(), r.error().message.c_str());
-    }
-  }
+  RemoveStepDir(args.run_dir, s.step_id, g_backstop_fired);
   ::close(g_run_base_fd);
   g_run_base_fd = -1;
   g_setup.reset();

@@ -106,10 +106,8 @@ else
   if kill -0 "$srun_pid" 2>/dev/null; then
     echo "     stepd-kill: srun still waits and the job is ${state#JobState=}; scancel ends it"
   fi
-  if [[ -d $RUN_DIR/$id ]]; then
-    echo "     stepd-kill: the step's run directory $RUN_DIR/$id stays (no exit hook ran); removed here"
-    rm -rf "${RUN_DIR:?}/$id"
-  fi
+  # No exit hook ran: the step's run directory stays until the next step.
+  [[ -d $RUN_DIR/$id ]] || fail "stepd-kill: $RUN_DIR/$id is gone before any other step ran"
   scancel "${id%.*}" || true
 fi
 rc=0
@@ -135,6 +133,9 @@ PY
 else
   fail "stepd-kill: the next step failed: $(err_of "$res")"
 fi
+# ... which removes the dead step's directory (its slurmstepd is gone).
+if [[ -n ${id:-} && -e $RUN_DIR/$id ]]; then fail "stepd-kill: the next step left the dead step's $RUN_DIR/$id"; else
+  ok "stepd-kill: the next step removed the dead step's run directory"; fi
 check_clean stepd-kill
 
 # ---------------------------------------------------------------- 2. slurmd restarted mid-step
