@@ -25,7 +25,8 @@ Result<MemlockSetting> ParseMemlock(const std::string& v) {
   errno = 0;
   char* end = nullptr;
   const unsigned long long bytes = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0 || bytes == 0) {
+  if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || *end != '\0' || errno != 0 ||
+      bytes == 0) {
     return Error{"memlock=" + v + ": expected unlimited, keep or a number of bytes"};
   }
   m.mode = MemlockSetting::Mode::kBytes;

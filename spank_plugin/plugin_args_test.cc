@@ -52,5 +52,13 @@ TEST(PluginArgs, BadArgumentsNameTheArgumentAndTheChoices) {
   EXPECT_NE(ErrorOf({"memlock=-5"}).find("expected unlimited"), std::string::npos);
 }
 
+// strtoull skips leading white space and takes a sign: "\v-5" was 2^64 - 5
+// bytes (found by fuzz/plugin_args_fuzz). Only decimal digits are a number.
+TEST(PluginArgs, MemlockIsOnlyDecimalDigits) {
+  for (const char* v : {"memlock=\v-5", "memlock=+5", "memlock= 5", "memlock=5 "}) {
+    EXPECT_NE(ErrorOf({v}).find("expected unlimited, keep or a number of bytes"), std::string::npos) << v;
+  }
+}
+
 }  // namespace
 }  // namespace ix
