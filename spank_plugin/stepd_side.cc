@@ -530,7 +530,7 @@ void Backstop(const StepSetup& s, const std::string& agent_socket, const std::ve
   WriteRunFile("state", "backstop\n");
   WriteRunFile("backstop.txt", what + "\n");
   g_backstop_fired = true;  // the run directory stays, for the admin
-  EventSink(agent_socket).Send("backstop", s.step_id, {}, {{"detail", what}});
+  EventSink(agent_socket).Send("backstop", s.step_id, {{"detail", what}});  // a string field: `what` is text, not JSON
 }
 
 }  // namespace
