@@ -1,5 +1,7 @@
 #include "spank_plugin/step_setup.h"
 
+#include <rapidjson/document.h>
+
 #include <algorithm>
 #include <set>
 
@@ -104,6 +106,20 @@ EnvList TaskEnvironment(const StepSetup& s) {
   env.emplace_back("IX_CONC", std::to_string(s.plan.conc));
   env.insert(env.end(), s.plan.client_env.begin(), s.plan.client_env.end());
   return env;
+}
+
+std::optional<std::string> FailureReason(const std::string& failure_json) {
+  rapidjson::Document d;
+  d.Parse(failure_json.data(), failure_json.size());
+  if (d.HasParseError() || !d.IsObject()) return std::nullopt;
+  const auto it = d.FindMember("reason");
+  if (it == d.MemberEnd() || !it->value.IsString() || it->value.GetStringLength() == 0) return std::nullopt;
+  std::string reason(it->value.GetString(), it->value.GetStringLength());
+  if (reason.size() > 1000) reason = reason.substr(0, 1000) + "...";
+  for (char& c : reason) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // one line in srun's output
+  }
+  return reason;
 }
 
 }  // namespace ix

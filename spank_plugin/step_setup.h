@@ -5,6 +5,7 @@
 // they are tested without Slurm; stepd_side.cc does the Slurm calls.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,8 +53,14 @@ std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetu
                                    pid_t client_pid, int run_dir_fd, bool stop_with_client);
 
 // What the tasks get: IX_ENDPOINT, IX_PORT, IX_PORT_<NAME>, IX_RUN_DIR,
-// IX_RESULT_DIR (run_dir/results when the job set none), IX_RECIPE/ARM/CONC,
-// then the plan's client environment.
+// IX_RESULT_DIR (inferencex-JOB.STEP in the working directory when the job
+// set none), IX_RECIPE/ARM/CONC, then the plan's client environment.
 EnvList TaskEnvironment(const StepSetup& setup);
+
+// The `reason` of ix-stepd's failure.json, for the one line srun shows of a
+// step that failed after it was ready; nullopt when the text has none. The
+// file is the job user's: only a string is taken from it, at most 1000
+// characters.
+std::optional<std::string> FailureReason(const std::string& failure_json);
 
 }  // namespace ix

@@ -146,3 +146,21 @@ TEST(StepSetup, TaskEnvironmentPointsTheClientAtThePublicPort) {
 
 }  // namespace
 }  // namespace ix
+
+namespace ix {
+namespace {
+
+TEST(StepSetup, FailureReasonIsOneBoundedLine) {
+  EXPECT_EQ(FailureReason(R"({"process":"engine","reason":"engine (pid 7) exited with status 1","pid":7})"),
+            std::optional<std::string>("engine (pid 7) exited with status 1"));
+  EXPECT_EQ(FailureReason(R"({"reason":"a\nb\tc"})"), std::optional<std::string>("a b c"));
+  EXPECT_EQ(FailureReason(R"({"reason":")" + std::string(5000, 'x') + "\"}")->size(), 1003u);
+  EXPECT_FALSE(FailureReason(""));
+  EXPECT_FALSE(FailureReason("not json"));
+  EXPECT_FALSE(FailureReason(R"({"reason":7})"));
+  EXPECT_FALSE(FailureReason(R"({"reason":""})"));
+  EXPECT_FALSE(FailureReason(R"(["reason"])"));
+}
+
+}  // namespace
+}  // namespace ix

@@ -295,7 +295,9 @@ int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
   s.step_id = StepId(sp);
   Status st = Plan(sp, args, o, s);
   if (!st) {
-    ReleasePorts(args, s.step_id);
+    // Nothing leased (the broker refused, or its lock was not had within
+    // its deadline): nothing to release, and no second wait for that lock.
+    if (!s.request.ports.empty()) ReleasePorts(args, s.step_id);
     CloseStepdHandles(g_handles);
     if (g_run_base_fd >= 0) {
       RemoveStepDir(args.run_dir, s.step_id, false);
@@ -545,7 +547,18 @@ int StepdTaskExit(spank_t sp) {
   // hears of the tasks' exits only after this hook returns.
   int local_tasks = 1;
   spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
-  if (++g_tasks_exited >= local_tasks) StopSupervisor();
+  if (++g_tasks_exited < local_tasks) return 0;
+  StopSupervisor();
+  // A failure after readiness shows in srun only as "task 0: Killed", and
+  // the run directory goes with the step: slurmd's log keeps the reason,
+  // from the run directory's copy of failure.json, which is there even when
+  // the result directory is full.
+  int err = 0;
+  const std::string failure = ReadFileTextAt(g_handles.run_dir_fd, "failure.json", &err, 1 << 16);
+  if (std::optional<std::string> why = err ? std::nullopt : FailureReason(failure)) {
+    slurm_error("inferencex: step %s failed: %s (failure.json and logs in %s)", g_setup->step_id.c_str(), why->c_str(),
+                g_setup->result_dir.c_str());
+  }
   return 0;
 }
 
