@@ -180,7 +180,14 @@ else
     fail "full-during: srun exit $RC after $MS ms (want a failure within 8 s): $(err_of full-during)"
   else
     ok "full-during: srun exit $RC after $MS ms; $(df --output=avail "$full" | tail -1 | tr -d ' ') KiB left"
-    [[ -e $full/failure.json ]] || echo "     full-during: no failure.json in the full result directory; srun said: $(err_of full-during)"
+    # failure.json may not fit; the reason then is in slurmd's log.
+    step_id=$(grep -o 'StepId=[0-9.]*' "$tmp/full-during.err" 2>/dev/null | head -1 | cut -d= -f2)
+    if [[ -e $full/failure.json ]]; then :
+    elif [[ -n $step_id ]] && grep -q "inferencex: step $step_id failed: engine" "$SLURMD_LOG"; then
+      ok "full-during: no room for failure.json; slurmd's log has the reason"
+    else
+      fail "full-during: neither failure.json nor slurmd's log says why step ${step_id:-?} failed: $(err_of full-during)"
+    fi
   fi
   after full-during
 fi
