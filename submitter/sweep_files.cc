@@ -28,6 +28,31 @@ std::string Safe(const std::string& s) {
   return out;
 }
 
+// What the readers of a manifest index without checking again (JobName,
+// ScriptPath, SbatchArgs, the array task): a job's entries are entries of
+// the plan; a job other than the canary is an array named bucket:NAME with
+// at least one entry.
+Status CheckJobs(const SweepManifest& m, const std::string& path) {
+  const int64_t n = static_cast<int64_t>(m.plan.entries.size());
+  for (size_t j = 0; j < m.plan.jobs.size(); ++j) {
+    const PlannedJob& job = m.plan.jobs[j];
+    const std::string field = path + ": field 'jobs[" + std::to_string(j) + "].";
+    if (!job.canary && job.key.rfind("bucket:", 0) != 0) {
+      return Error{field + "key' is '" + job.key + "' (expected bucket:NAME for a job that is not the canary)"};
+    }
+    if (!job.canary && job.entries.empty()) {
+      return Error{field + "entries' is empty (expected the indices of the array's entries)"};
+    }
+    for (size_t k = 0; k < job.entries.size(); ++k) {
+      if (job.entries[k] < 0 || job.entries[k] >= n) {
+        return Error{field + "entries[" + std::to_string(k) + "]' is not the index of an entry (the file has " +
+                     std::to_string(n) + ")"};
+      }
+    }
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 std::string ScriptPath(const SweepManifest& m, const PlannedJob& job) {
@@ -216,6 +241,7 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     if (p.index != static_cast<int64_t>(m.plan.entries.size())) return Error{path + ": entries out of order"};
     m.plan.entries.push_back(std::move(p));
   }
+  if (Status checked = CheckJobs(m, path); !checked) return checked.error();
   return m;
 }
 
