@@ -64,6 +64,9 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 
 // ---- id lists ---------------------------------------------------------------
 
+// Far more CPUs than Linux supports (NR_CPUS is at most 8192).
+constexpr size_t kMaxIds = 1 << 16;
+
 Result<std::vector<int>> ParseIdList(std::string_view text, const std::string& what) {
   std::vector<int> ids;
   const std::string_view all = Trim(text);
@@ -85,6 +88,12 @@ Result<std::vector<int>> ParseIdList(std::string_view text, const std::string& w
       if (!lo || !hi || *lo > *hi) return bad();
       if (*hi - *lo > 1 << 20) return Error{what + ": range '" + std::string(p) + "' is too large"};
       for (int i = *lo; i <= *hi; ++i) ids.push_back(i);
+    }
+    // Each range is bounded, but not how many there are: the text may come
+    // from a job's environment (SLURM_STEP_GPUS).
+    if (ids.size() > kMaxIds) {
+      return Error{what + ": more than " + std::to_string(kMaxIds) + " ids in '" +
+                   std::string(all.substr(0, 64)) + (all.size() > 64 ? "...'" : "'")};
     }
   }
   std::sort(ids.begin(), ids.end());

@@ -1,5 +1,7 @@
-// TopologyFromXmlText on hwloc XML that hwloc loads but that would break
-// the invariants of core/topology.h (cases found by fuzz/topology_xml_fuzz).
+// Texts core/topology.h parses, in the cases the fuzz targets found:
+// TopologyFromXmlText on hwloc XML that hwloc loads but that would break the
+// invariants of topology.h (fuzz/topology_xml_fuzz), and id lists that
+// expand without bound (fuzz/sysfs_text_fuzz).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -45,6 +47,19 @@ TEST(TopologyXml, EmptyTextIsAnError) {
   Result<Topology> t = TopologyFromXmlText(" \n", "empty.xml");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message.find("empty.xml: file is empty"), std::string::npos) << t.error().message;
+}
+
+// One range is bounded (2^20 ids) but not how many: "0-1048576" repeated
+// a thousand times was a billion ids (and seconds, and gigabytes).
+TEST(IdList, TooManyIdsIsAnError) {
+  std::string many = "0-40000";
+  for (int i = 0; i < 1000; ++i) many += ",0-40000";
+  Result<std::vector<int>> r = ParseIdList(many, "SLURM_STEP_GPUS");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("SLURM_STEP_GPUS: more than 65536 ids in '0-40000,0-40000,", 0), 0u)
+      << r.error().message;
+  EXPECT_EQ(ParseIdList("0-65535", "x").value().size(), 65536u);
+  EXPECT_FALSE(ParseIdList("0-65536", "x").ok());
 }
 
 }  // namespace
