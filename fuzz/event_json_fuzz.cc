@@ -51,11 +51,12 @@ bool SameString(const rapidjson::Value& v, const std::string& s) {
 
 // A raw value is one the caller already holds as JSON: keep those that parse
 // alone, as the compact JSON they are. RapidJSON stops at a NUL byte as at
-// the end, so text with one is not JSON the caller could hold.
+// the end, so text with one is not JSON the caller could hold; and its sized
+// Parse skips any of the UTF-8 BOM's bytes at the start, so the C string one.
 bool RawJson(const std::string& text, std::string* compact) {
   if (text.find('\0') != std::string::npos) return false;
   rapidjson::Document d;
-  d.Parse<kFullPrecision>(text.data(), text.size());
+  d.Parse<kFullPrecision>(text.c_str());
   if (d.HasParseError()) return false;
   *compact = Compact(d);
   return true;
