@@ -177,6 +177,14 @@ Result<Topology> Build(hwloc_topology_t t, std::string source) {
     found.push_back(std::move(f));
   }
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.key < b.key; });
+  // hwloc loads XML with two PCI devices at one address as it is; GPU
+  // indices are positions in bus order, so each address must be one GPU.
+  for (size_t i = 1; i < found.size(); ++i) {
+    if (found[i].key == found[i - 1].key) {
+      return Error{topo.source + ": PCI device " + found[i].gpu.bus_id +
+                   " appears twice (expected an hwloc topology XML with distinct PCI bus ids)"};
+    }
+  }
   for (size_t i = 0; i < found.size(); ++i) {
     found[i].gpu.index = static_cast<int>(i);
     topo.gpus.push_back(std::move(found[i].gpu));

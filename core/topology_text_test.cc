@@ -43,6 +43,17 @@ TEST(TopologyXml, APuOsIndexGivenTwiceIsAnError) {
   EXPECT_NE(t.error().message.find("dup.xml: PU os_index 0 appears twice"), std::string::npos) << t.error().message;
 }
 
+// Two GPUs at one PCI address: GPU indices are positions in bus order, and
+// the topology cache refused what was built.
+TEST(TopologyXml, APciBusIdGivenTwiceIsAnError) {
+  const std::string xml = Edited(Fixture("smt-2x4x2.xml"), R"(gp_index="35" pci_busid="0000:43:00.0")",
+                                 R"(gp_index="35" pci_busid="0000:1b:00.0")");
+  Result<Topology> t = TopologyFromXmlText(xml, "dup.xml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("dup.xml: PCI device 0000:1b:00.0 appears twice"), std::string::npos)
+      << t.error().message;
+}
+
 TEST(TopologyXml, EmptyTextIsAnError) {
   Result<Topology> t = TopologyFromXmlText(" \n", "empty.xml");
   ASSERT_FALSE(t.ok());

@@ -76,8 +76,8 @@ fuzz() {
 # units TARGET: "N units" from its log.
 units() { grep -E '^stat::number_of_executed_units' "$runs/$1/log" | awk '{print $2 " units"}'; }
 
-# report TARGET STATUS: the summary line, or what it found. A crash whose
-# innermost frame is in the system's hwloc (its XML importer crashes on some
+# report TARGET STATUS: the summary line, or what it found. A crash inside
+# the system's hwloc (its XML importer crashes or fails an assert on some
 # malformed files) is reported with its input but is not the project's to
 # fix, so it does not fail the run (docs/FUZZING.md).
 report() {
@@ -86,7 +86,10 @@ report() {
     printf '%-22s %s\n' "$t" "$(units "$t")"
     return 0
   fi
-  if grep -m1 -E '^ +#0 ' "$dir/log" | grep -q 'libhwloc\.so'; then
+  # The innermost frame that is hwloc's or the project's (below the
+  # sanitizer's, libFuzzer's and libc's own: a signal, an assert).
+  if grep -m1 -E '^ +#[0-9]+ .*(libhwloc\.so| in ix::| in ixfuzz::|LLVMFuzzerTestOneInput)' "$dir/log" |
+    grep -q 'libhwloc\.so'; then
     printf '%-22s %s; stopped by a crash inside the system hwloc, input kept: %s\n' "$t" "$(units "$t")" \
       "$(ls "$dir"/artifacts/* | head -n 1)"
     return 0
