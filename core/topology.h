@@ -112,8 +112,10 @@ Result<Topology> TopologyFromXmlText(const std::string& text, const std::string&
 // identity (device, inode, size, mtime and ctime in ns, in the cache file's
 // name), so an edited or replaced file is parsed again. The result is
 // exactly LoadTopologyXml's, `source` and errors included; errors are never
-// cached. Cache files are trusted as DiscoverTopologyCached's are. An empty
-// `cache_dir` is plain LoadTopologyXml.
+// cached. Cache files are trusted as DiscoverTopologyCached's are. A cache
+// miss parses the XML in a child process (30 s at most), so a file that
+// crashes the system's hwloc is an Error, not a crash of the caller
+// (slurmstepd). An empty `cache_dir` is plain LoadTopologyXml.
 Result<Topology> LoadTopologyXmlCached(const std::string& path, const std::string& cache_dir);
 
 // Sets what is free on one node (tests, XML topologies, operator overrides).

@@ -3,12 +3,17 @@
 // result as JSON (topology_json.h) in microseconds. docs/PLACEMENT.md, "The
 // topology cache".
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -108,6 +113,73 @@ std::optional<std::string> FileIdentity(const std::string& path) {
   return std::string(buf);
 }
 
+// How long a child may take to parse an XML topology (hwloc needs ~1 ms).
+constexpr auto kXmlParseDeadline = std::chrono::seconds(30);
+
+// The child's answer, read to its end or until `deadline`; false on timeout.
+bool ReadAnswer(int fd, std::string& out, std::chrono::steady_clock::time_point deadline) {
+  char buf[65536];
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    struct pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return r == 0 ? false : true;
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return true;
+    if (out.size() < static_cast<size_t>(kMaxCacheBytes)) out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// LoadTopologyXml in a child process. The system's hwloc crashes on some
+// malformed XML (docs/FUZZING.md), and the plugin parses topology= inside
+// slurmstepd, which a bad file must never take down: the child sends its
+// result back as the cache JSON ("T...") or an error ("E..."), and a crash
+// or a hang (30 s) is an error naming the file.
+Result<Topology> LoadTopologyXmlIsolated(const std::string& path) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error{"topology " + path + ": pipe: " + std::strerror(errno)};
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return Error{"topology " + path + ": cannot fork to parse it: " + std::strerror(e)};
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    Result<Topology> t = LoadTopologyXml(path);
+    const std::string out = t ? "T" + TopologyToCacheJson(t.value()) : "E" + t.error().message;
+    for (size_t done = 0; done < out.size();) {
+      const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ::_exit(1);
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string answer;
+  const bool in_time = ReadAnswer(fds[0], answer, std::chrono::steady_clock::now() + kXmlParseDeadline);
+  ::close(fds[0]);
+  if (!in_time) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!in_time) return Error{"topology " + path + ": hwloc did not parse it within 30 s"};
+  if (WIFSIGNALED(status)) {
+    return Error{"topology " + path + ": hwloc's XML parser crashed on it (" + strsignal(WTERMSIG(status)) +
+                 "): the file is malformed; write it again with `lstopo --of xml`"};
+  }
+  if (!answer.empty() && answer[0] == 'E') return Error{answer.substr(1)};
+  if (answer.empty() || answer[0] != 'T') return Error{"topology " + path + ": its parser gave no answer"};
+  Result<Topology> t = TopologyFromCacheJson(std::string_view(answer).substr(1), path);
+  if (t) t.value().source = path;
+  return t;
+}
+
 }  // namespace
 
 Result<Topology> DiscoverTopologyCached(const std::string& cache_dir) {
@@ -131,7 +203,7 @@ Result<Topology> LoadTopologyXmlCached(const std::string& path, const std::strin
     cached->source = path;  // as LoadTopologyXml has it, whatever path reached the same file
     return std::move(*cached);
   }
-  Result<Topology> t = LoadTopologyXml(path);
+  Result<Topology> t = LoadTopologyXmlIsolated(path);
   // Only what was read from an unchanged file is cached; errors never are.
   if (t && FileIdentity(path) == before) WriteCache(cache, TopologyToCacheJson(t.value()));
   return t;
