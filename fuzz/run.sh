@@ -7,7 +7,8 @@
 # (fuzz/dict/TARGET.dict) when there is one. Nothing is written into the
 # repository: corpora, logs and crash inputs stay under BUILD_DIR/fuzz/runs/.
 # Prints one line per target with its executed units; exit 0 when no target
-# found anything, else 1 after the target, its crash input and its log tail.
+# found anything (crashes inside the system's hwloc aside: see hwloc_crash),
+# else 1 after the target, its crash input and its log tail.
 # docs/FUZZING.md.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
