@@ -836,17 +836,21 @@ void StopBlind(const std::vector<ProcessId>& roots, const std::vector<HeldProces
     return p;
   };
   auto signal_all = [&](int sig, std::vector<ProcessInfo>& into) {
+    // Who is alive before the groups' signal, which may end some of them
+    // before their own: each of those got `sig`, one way or the other.
+    std::vector<const HeldProcess*> alive;
+    for (const HeldProcess& h : held) {
+      if (h.id.pid > 1 && !sys.HeldExited(h.pidfd)) alive.push_back(&h);
+    }
     for (const ProcessId& r : roots) {
       if (r.pid > 1 && r.pid != sys.Self() && sys.SignalGroup(r.pid, sig) == 0 &&
           std::find(report.groups.begin(), report.groups.end(), r.pid) == report.groups.end()) {
         report.groups.push_back(r.pid);
       }
     }
-    for (const HeldProcess& h : held) {
-      if (h.id.pid > 1 && !sys.HeldExited(h.pidfd) && sys.SignalHeld(h.pidfd, sig) == 0 &&
-          !Contains(into, h.id)) {
-        into.push_back(as_info(h));
-      }
+    for (const HeldProcess* h : alive) {
+      (void)sys.SignalHeld(h->pidfd, sig);  // ESRCH: its group's signal was first
+      if (!Contains(into, h->id)) into.push_back(as_info(*h));
     }
   };
   auto all_gone = [&] {

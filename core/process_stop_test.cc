@@ -49,8 +49,10 @@ TEST(StopTreeLogic, WithoutProcItSignalsHeldPidfdsAndRootGroups) {
   EXPECT_EQ(sys.procs[202].info.state, 'Z');
   EXPECT_EQ(sys.procs[300].info.state, 'S');
   EXPECT_FALSE(sys.Signalled(300, SIGTERM));
-  // 201 died of its group's KILL, which names no process; 202 by pidfd.
-  EXPECT_EQ(SortedPids(r.killed), (std::vector<pid_t>{202})) << r.Summary();
+  // Both outlived the TERM and were killed: 201 by its group's KILL (before
+  // its own pidfd's), 202 through its pidfd. Which signal got there first
+  // does not change the report (it did, and made the report timing-bound).
+  EXPECT_EQ(SortedPids(r.killed), (std::vector<pid_t>{201, 202})) << r.Summary();
 }
 
 TEST(StopTreeLogic, ProcLostDuringTheStopFinishesBlind) {
