@@ -199,9 +199,10 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
                                                 : LoadTopologyXmlCached(args.topology, args.run_dir);
   if (!topo) return topo.error();
   PlacementRequest pr;
-  MemlockDecision memlock = DecideMemlock(PinnedNeeds(recipe.value()), args.memlock, CurrentMemlock());
+  const std::string pinned = PinnedNeeds(recipe.value());
+  MemlockDecision memlock = DecideMemlock(pinned, args.memlock, CurrentMemlock());
   ApplyMemlock(memlock);
-  pr.pinned_memory = !PinnedNeeds(recipe.value()).empty();
+  pr.pinned_memory = !pinned.empty();
   std::unique_ptr<HostProbe> probe = MakeSystemHostProbe();
   if (args.topology.empty()) {  // topology= describes another host: its facts only
     MeasureFreeMemory(topo.value(), *probe);
