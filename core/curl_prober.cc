@@ -99,6 +99,7 @@ ProbeResult CurlProber::Get(const std::string& url, const ProbeOptions& options,
     return r;
   }
   *answered = true;
+  r.answered = true;
   r.ready = status == 200;
   if (!r.ready) r.detail = "HTTP " + std::to_string(status);
   return r;

@@ -525,6 +525,7 @@ ProbeResult SocketProber::Get(const std::string& url, const ProbeOptions& option
       return r;
     }
     *answered = true;
+    r.answered = true;
     r.ready = a.status == 200;
     if (!r.ready) r.detail = "HTTP " + std::to_string(a.status);
     if (body) *body = std::move(a.body);

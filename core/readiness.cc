@@ -28,6 +28,7 @@ std::string Excerpt(std::string_view body) {
 
 ProbeResult EvaluateModels(long http_status, std::string_view body) {
   ProbeResult r;
+  r.answered = true;
   r.http_status = http_status;
   if (http_status != 200) {
     r.detail = "HTTP " + std::to_string(http_status);
@@ -65,8 +66,8 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
     const std::string name = "readiness check " + std::to_string(i + 1) + " of " + std::to_string(checks.size()) +
                              " (" + ReadinessKindName(check.kind) + " " + check.url + ")";
     ProbeResult last;
-    // The last probe that had all of options.probe.timeout or got an answer:
-    // what a probe cut short at the deadline must not hide.
+    // The last probe that had all of options.probe.timeout or got a whole
+    // answer: what a probe cut short at the deadline must not hide.
     std::optional<ProbeResult> last_full;
     int probes = 0;
     const auto check_start = Clock::now();
@@ -86,14 +87,15 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
       }
       last = prober.Probe(check, po);
       const bool cut = po.timeout < options.probe.timeout;
-      if (!cut || last.http_status != 0) last_full = last;
+      if (!cut || last.answered) last_full = last;
       ++probes;
       if (last.ready) break;
       const auto now = Clock::now();
       if (now >= options.deadline) {
-        // A probe cut short by the deadline without an answer says less
-        // than the last one that had its full time.
-        const std::string what = cut && last.http_status == 0 && last_full
+        // A probe cut short by the deadline without a whole answer (none,
+        // or its headers only) says less than the last one that had its
+        // full time.
+        const std::string what = cut && !last.answered && last_full
                                      ? last_full->detail + " (then, cut at the deadline: " + last.detail + ")"
                                      : last.detail;
         return Error{name + " not ready after " + Seconds(now - start) + " s (" + std::to_string(probes) +

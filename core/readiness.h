@@ -33,6 +33,9 @@ struct ProbeOptions {
 // ("HTTP 503", "HTTP 200 but the model list is empty", curl's message).
 struct ProbeResult {
   bool ready = false;
+  // A whole answer came (status line, headers and body). http_status may be
+  // set without it: a probe cut short after the headers.
+  bool answered = false;
   long http_status = 0;
   std::string detail;
 };

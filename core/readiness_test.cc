@@ -241,14 +241,17 @@ TEST(WaitReady, EveryCheckIsProbedAtLeastOnceEvenPastTheDeadline) {
 }
 
 TEST(WaitReady, AProbeCutByTheDeadlineDoesNotHideTheAnswerBeforeIt) {
-  // Answers 503 when given its full time; times out when cut short.
+  // Answers 503 when given its full time; when cut short, times out after
+  // the headers of a 200 came (a status, but no whole answer).
   class CutProber final : public ReadinessProber {
    public:
     ProbeResult Probe(const ReadinessCheck&, const ProbeOptions& o) override {
       ProbeResult r;
       if (o.timeout < 50ms) {
+        r.http_status = 200;
         r.detail = "Operation timed out";
       } else {
+        r.answered = true;
         r.http_status = 503;
         r.detail = "HTTP 503";
       }
