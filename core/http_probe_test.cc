@@ -292,7 +292,7 @@ TEST(SocketProber, ARefusedPortFailsAtOnce) {
   RawPort port(false);
   const auto t0 = Clock::now();
   ProbeResult r = SocketProber().HttpOk(port.Url("/health"), Timeout(1000ms));
-  EXPECT_LT(Clock::now() - t0, 100ms);
+  EXPECT_LT(Clock::now() - t0, 800ms);  // not the 1 s timeout (room for a busy machine)
   EXPECT_FALSE(r.ready);
   EXPECT_EQ(r.http_status, 0);
   EXPECT_EQ(r.detail.rfind("Failed to connect to 127.0.0.1 port " + std::to_string(port.port()) + " after ", 0), 0u)
@@ -309,7 +309,7 @@ TEST(SocketProber, ASilentServerTimesOut) {
   EXPECT_FALSE(r.ready);
   EXPECT_EQ(r.http_status, 0);
   EXPECT_GE(took, 100ms);
-  EXPECT_LT(took, 300ms);
+  EXPECT_LT(took, 1000ms);  // its own timeout, not a default (room for a busy machine)
   EXPECT_TRUE(Has(r.detail, "Operation timed out after ")) << r.detail;
   EXPECT_TRUE(Has(r.detail, " milliseconds with 0 bytes received")) << r.detail;
   std::printf("timed out: %s\n", r.detail.c_str());

@@ -205,7 +205,7 @@ TEST(ProcessWatch, WaitingOnNothingReturnsAtOnce) {
   Result<std::optional<ProcessExit>> none = w.Wait(-1ms);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none.value().has_value());
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1000ms);  // no wait (room for a busy machine)
 }
 
 TEST(ProcessWatch, AZombieDescendantIsNotWatched) {

@@ -66,7 +66,7 @@ TEST(Probe, ConnectionRefusedIsNotReady) {
   EXPECT_FALSE(r.ready);
   EXPECT_EQ(r.http_status, 0);
   EXPECT_FALSE(r.detail.empty());
-  EXPECT_LT(Clock::now() - t0, 500ms);
+  EXPECT_LT(Clock::now() - t0, 900ms);  // not the 1 s timeout (room for a busy machine)
   std::printf("refused: %s\n", r.detail.c_str());
   r = ProbeModelsNonEmpty(port.Url("/v1/models"), 1000ms);
   EXPECT_FALSE(r.ready);
@@ -105,7 +105,9 @@ TEST(Probe, ASlowAnswerTimesOut) {
   const auto t0 = Clock::now();
   ProbeResult r = ProbeHttpOk(server.Url("/slow"), 50ms);
   EXPECT_FALSE(r.ready);
-  EXPECT_LT(Clock::now() - t0, 250ms);
+  // Cut at 50 ms: "timed out" and not ready show it (the answer would come
+  // at 300 ms, ready); the bound only leaves room for a busy machine.
+  EXPECT_LT(Clock::now() - t0, 1000ms);
   EXPECT_TRUE(Has(r.detail, "imed out")) << r.detail;
 }
 
@@ -171,11 +173,14 @@ TEST(WaitReady, TheDeadlineNamesTheCheckAndTheLastAnswer) {
   const std::string prefix = "readiness check 1 of 2 (http_ok " + server.Url("/health") + ") not ready after ";
   ASSERT_EQ(m.rfind(prefix, 0), 0u) << m;
   const double secs = std::stod(m.substr(prefix.size()));
+  // The upper bound catches a probe not cut at the deadline (2 s each) and
+  // leaves room for a busy machine, where a sanitized run was seen 0.46 s
+  // late.
   EXPECT_GE(secs, 0.19) << m;
-  EXPECT_LT(secs, 0.6) << m;
+  EXPECT_LT(secs, 1.5) << m;
   EXPECT_TRUE(Has(m, "; last: HTTP 503")) << m;
   EXPECT_GE(took, 200ms);
-  EXPECT_LT(took, 600ms);
+  EXPECT_LT(took, 1500ms);
   // Probed often (a loaded machine, sanitizers: fewer), but with pauses
   // (NextProbeGap: about 16 + 16 ln(200/16), i.e. ~56 in 200 ms).
   EXPECT_GE(server.health_hits, 3);
