@@ -14,6 +14,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -454,7 +455,11 @@ TEST(PortBrokerReal, ConcurrentStepsNeverShareAPort) {
         for (const auto& l : got.value()) {
           for (int p = l.first; p < l.first + l.count; ++p) {
             const int s = Listen(p);
-            if (s < 0) ::_exit(12);  // someone else holds "our" port
+            if (s < 0) {  // someone else holds "our" port
+              std::fprintf(stderr, "%s: port %d (leased %s) cannot be listened on: %s\n", id.c_str(), p,
+                           l.name.c_str(), std::strerror(errno));
+              ::_exit(12);
+            }
             socks.push_back(s);
           }
         }
