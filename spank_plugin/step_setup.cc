@@ -117,7 +117,7 @@ std::optional<std::string> FailureReason(const std::string& failure_json) {
   std::string reason(it->value.GetString(), it->value.GetStringLength());
   if (reason.size() > 1000) reason = reason.substr(0, 1000) + "...";
   for (char& c : reason) {
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // one line in srun's output
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // one line in the log
   }
   return reason;
 }

@@ -57,10 +57,10 @@ std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetu
 // set none), IX_RECIPE/ARM/CONC, then the plan's client environment.
 EnvList TaskEnvironment(const StepSetup& setup);
 
-// The `reason` of ix-stepd's failure.json, for the one line srun shows of a
-// step that failed after it was ready; nullopt when the text has none. The
-// file is the job user's: only a string is taken from it, at most 1000
-// characters.
+// The `reason` of ix-stepd's failure.json, as one line for slurmd's log
+// (a step that failed after it was ready shows in srun only as a killed
+// task); nullopt when the text has none. The file is the job user's: only a
+// string is taken from it, at most 1000 characters.
 std::optional<std::string> FailureReason(const std::string& failure_json);
 
 }  // namespace ix
