@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ports.h"
+#include "core/node/ports.h"
 
 namespace {
 

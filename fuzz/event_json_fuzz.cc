@@ -1,5 +1,5 @@
 // libFuzzer target for the event datagrams ix-stepd sends the node agent
-// (core/event_sink.h EventJson): arbitrary bytes as the event name, step id,
+// (core/process/event_sink.h EventJson): arbitrary bytes as the event name, step id,
 // time and string fields, and raw values that are JSON by themselves. The
 // output must always parse (RapidJSON; numbers read as their text) and give back
 // every value, in order, exactly: the strings byte for byte, the time as
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/event_sink.h"
+#include "core/process/event_sink.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

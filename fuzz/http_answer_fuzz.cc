@@ -1,5 +1,5 @@
 // libFuzzer target for what the readiness prober parses from the network
-// (core/http_probe.h): the bytes of an HTTP answer (ParseHttpAnswer, with
+// (core/process/http_probe.h): the bytes of an HTTP answer (ParseHttpAnswer, with
 // the connection open and closed, and a prefix of them as a read that has
 // not finished) and a probe URL (ParseHttpUrl). Errors are expected;
 // crashes, leaks, UB and hangs are bugs, and so are: an incomplete answer
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/http_probe.h"
+#include "core/process/http_probe.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// libFuzzer target for plan.json (core/launch_plan.h PlanFromJson): the
+// libFuzzer target for plan.json (core/recipe/launch_plan.h PlanFromJson): the
 // launch plan the plugin writes and ix-stepd reads in the job's container.
 // A plan that loads must be written back (PlanToJson, compact and pretty)
 // to JSON that loads again and writes the same bytes. Errors are expected;
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/launch_plan.h"
+#include "core/recipe/launch_plan.h"
 #include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

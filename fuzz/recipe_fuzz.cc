@@ -1,5 +1,5 @@
 // libFuzzer target for the recipe loader and the template engine behind
-// it: arbitrary bytes as a recipe YAML (core/recipe.h LoadRecipeString).
+// it: arbitrary bytes as a recipe YAML (core/recipe/recipe.h LoadRecipeString).
 // When a recipe loads, every arm (at most 8) is rendered with placeholder
 // ports (PortNames, PlaceholderPorts, RenderDryRun) at a few concurrencies,
 // eval-only or not, and with GPU places so engine.numa_flags render too;
@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/launch_plan.h"
-#include "core/recipe.h"
+#include "core/recipe/launch_plan.h"
+#include "core/recipe/recipe.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

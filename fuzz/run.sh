@@ -23,7 +23,7 @@ else
 fi
 
 log=$(mktemp /tmp/ix-fuzz-build.XXXXXX.log)
-if ! { cmake -S "$repo" -B "$build" -DIX_FUZZ=ON -DIX_BUILD_TESTS=OFF -DCMAKE_CXX_COMPILER=clang++ \
+if ! { cmake -S "$repo" -B "$build" -DIX_FUZZ=ON -DIX_WERROR=ON -DIX_BUILD_TESTS=OFF -DCMAKE_CXX_COMPILER=clang++ \
          -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
        cmake --build "$build" --target "${targets[@]}" -j "$(nproc)"; } >"$log" 2>&1; then
   tail -n 40 "$log" >&2

@@ -1,6 +1,6 @@
 // libFuzzer target for the values of the srun options --inferencex-conc,
 // --inferencex-ready-timeout and --inferencex-placement (spank_plugin/
-// step_options.h ParseConcurrency, ParseReadyTimeout; core/placement.h
+// step_options.h ParseConcurrency, ParseReadyTimeout; core/node/placement.h
 // ParsePlacementPolicy), then the whole srun-side check of a set of options
 // (ValidateStepOptions: recipe and arm names looked up in the checkout's
 // recipes/, the concurrency rendered). The input is up to six lines: conc,
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/placement.h"
+#include "core/node/placement.h"
 #include "fuzz/fuzz_util.h"
 #include "spank_plugin/step_options.h"
 

@@ -1,4 +1,4 @@
-// libFuzzer target for sweep.json (submitter/sweep_files.h
+// libFuzzer target for sweep.json (submitter/sweep/sweep_files.h
 // SweepManifestFromJson, what ReadSweepManifest does with the file): the
 // plan of a sweep, read back by every array task and by a resumed
 // submitter. A manifest that loads is then used the way they use it: job
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "submitter/sweep_files.h"
+#include "submitter/sweep/sweep_files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ix::Result<ix::SweepManifest> m = ix::SweepManifestFromJson(std::string(ixfuzz::AsText(data, size)), "sweep.json");

@@ -1,5 +1,5 @@
 // libFuzzer target for the small texts a step reads from the kernel and
-// from Slurm's environment (core/topology.h, core/ports.h): id lists
+// from Slurm's environment (core/node/topology.h, core/node/ports.h): id lists
 // (cpulist, Cpus_allowed_list, SLURM_STEP_GPUS: ParseIdList), a node's
 // meminfo (ParseNodeMeminfo), PCI bus ids (NormalizeBusId, as NVML and
 // sysfs write them), port ranges and SLURM_STEP_RESV_PORTS (ParsePortRange,
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ports.h"
-#include "core/topology.h"
+#include "core/node/ports.h"
+#include "core/node/topology.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// libFuzzer target for the topology cache (core/topology_json.h
+// libFuzzer target for the topology cache (core/node/topology_json.h
 // TopologyFromCacheJson): the files DiscoverTopologyCached and
 // LoadTopologyXmlCached keep per node. A document that loads must be written
 // back (TopologyToCacheJson) to a document that loads to an equal Topology,

@@ -1,12 +1,12 @@
 // What the two topology targets check of a Topology that loaded: it goes
-// through the topology cache format (core/topology_json.h) and comes back
+// through the topology cache format (core/node/topology_json.h) and comes back
 // equal field by field, and writing it again gives the same bytes.
 #pragma once
 
 #include <string>
 
-#include "core/topology.h"
-#include "core/topology_json.h"
+#include "core/node/topology.h"
+#include "core/node/topology_json.h"
 #include "fuzz/fuzz_util.h"
 
 namespace ixfuzz {

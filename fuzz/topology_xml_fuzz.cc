@@ -1,4 +1,4 @@
-// libFuzzer target for topology XML (core/topology.h TopologyFromXmlText,
+// libFuzzer target for topology XML (core/node/topology.h TopologyFromXmlText,
 // what LoadTopologyXml does with a file's text: hwloc's XML loader, the
 // system's, then the project's Build of a Topology from what hwloc made of
 // it). A topology that loads must keep the invariants at the top of

@@ -1,6 +1,6 @@
 // The SPANK entry points of spank_inferencex.so. Like Pyxis, this file only
 // routes each callback to the file of its context (srun_side.cc for srun,
-// sbatch and salloc; stepd_side.cc for slurmstepd).
+// sbatch and salloc; slurmstepd_side.cc for slurmstepd).
 // Rules for code loaded into slurmstepd: hooks are extern "C", no exception
 // crosses a hook, only the SPANK symbols are exported (spank_inferencex.map),
 // and nothing happens at all unless an --inferencex-* option was given.
@@ -14,7 +14,7 @@ extern "C" {
 
 #include "spank_plugin/plugin_args.h"
 #include "spank_plugin/srun_side.h"
-#include "spank_plugin/stepd_side.h"
+#include "spank_plugin/slurmstepd_side.h"
 #include "spank_plugin/step_options.h"
 
 extern "C" {

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "core/topology.h"
+#include "core/node/topology.h"
 #include "spank_plugin/plugin_args.h"
 
 namespace ix {

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "core/yaml_reader.h"
+#include "core/yaml/yaml_reader.h"
 
 namespace ix {
 

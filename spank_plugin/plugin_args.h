@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/ports.h"
-#include "core/recipe_dir.h"
-#include "core/result.h"
+#include "core/node/ports.h"
+#include "core/recipe/recipe_dir.h"
+#include "core/base/result.h"
 
 #ifndef IX_STEPD_PATH
 #define IX_STEPD_PATH "/usr/libexec/inferencex/ix-stepd"

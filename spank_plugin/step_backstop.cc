@@ -9,8 +9,8 @@
 #include <charconv>
 #include <cstring>
 
-#include "core/file_text.h"
-#include "core/ports.h"
+#include "core/base/file_text.h"
+#include "core/node/ports.h"
 
 namespace ix {
 namespace {

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/process.h"
+#include "core/process/process.h"
 
 namespace ix {
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "core/dir_at.h"
-#include "core/file_text.h"
+#include "core/base/dir_at.h"
+#include "core/base/file_text.h"
 
 namespace ix {
 namespace {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ports.h"
-#include "core/result.h"
+#include "core/node/ports.h"
+#include "core/base/result.h"
 
 namespace ix {
 

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <set>
 
-#include "tests/test.h"
+#include "tests/support/test.h"
 
 namespace ix {
 namespace {

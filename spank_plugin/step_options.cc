@@ -10,9 +10,9 @@
 #include <cstring>
 #include <set>
 
-#include "core/launch_plan.h"
-#include "core/recipe.h"
-#include "core/yaml_reader.h"
+#include "core/recipe/launch_plan.h"
+#include "core/recipe/recipe.h"
+#include "core/yaml/yaml_reader.h"
 
 namespace ix {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/recipe.h"
-#include "core/result.h"
+#include "core/recipe/recipe.h"
+#include "core/base/result.h"
 
 namespace ix {
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/test.h"
+#include "tests/support/test.h"
 
 namespace ix {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "core/topology.h"
+#include "core/node/topology.h"
 
 namespace ix {
 

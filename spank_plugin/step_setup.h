@@ -2,7 +2,7 @@
 // before any task starts — the plan with leased ports, the placement and the
 // per-process bindings — and what follows from it: the ix-stepd command
 // line and the variables exported to the tasks. Pure data and functions, so
-// they are tested without Slurm; stepd_side.cc does the Slurm calls.
+// they are tested without Slurm; slurmstepd_side.cc does the Slurm calls.
 #pragma once
 
 #include <optional>
@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/launch_plan.h"
-#include "core/binding.h"
-#include "core/placement.h"
-#include "core/result.h"
+#include "core/recipe/launch_plan.h"
+#include "core/node/binding.h"
+#include "core/node/placement.h"
+#include "core/base/result.h"
 
 namespace ix {
 

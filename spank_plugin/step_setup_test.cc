@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/recipe.h"
+#include "core/recipe/recipe.h"
 
 namespace ix {
 namespace {

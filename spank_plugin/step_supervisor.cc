@@ -15,13 +15,13 @@
 #include <memory>
 #include <set>
 
-#include "core/event_sink.h"
-#include "core/file_text.h"
-#include "core/http_probe.h"
-#include "core/process.h"
-#include "core/process_watch.h"
-#include "core/readiness.h"
-#include "core/topology.h"
+#include "core/process/event_sink.h"
+#include "core/base/file_text.h"
+#include "core/process/http_probe.h"
+#include "core/process/process.h"
+#include "core/process/process_watch.h"
+#include "core/process/readiness.h"
+#include "core/node/topology.h"
 
 namespace ix {
 namespace {

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "core/binding.h"
-#include "core/launch_plan.h"
-#include "core/result.h"
+#include "core/node/binding.h"
+#include "core/recipe/launch_plan.h"
+#include "core/base/result.h"
 
 namespace ix {
 

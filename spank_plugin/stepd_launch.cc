@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "core/file_text.h"
+#include "core/base/file_text.h"
 
 namespace ix {
 namespace {

@@ -12,8 +12,8 @@
 #include <set>
 #include <sstream>
 
-#include "core/file_text.h"
-#include "tests/test.h"
+#include "core/base/file_text.h"
+#include "tests/support/test.h"
 
 namespace ix {
 namespace {

@@ -20,10 +20,10 @@
 #include <cstring>
 #include <iostream>
 
-#include "core/file_text.h"
-#include "core/launch_plan.h"
-#include "core/process.h"
-#include "core/topology.h"
+#include "core/base/file_text.h"
+#include "core/recipe/launch_plan.h"
+#include "core/process/process.h"
+#include "core/node/topology.h"
 #include "spank_plugin/step_supervisor.h"
 
 namespace po = boost::program_options;

@@ -6,12 +6,12 @@
 #include <optional>
 #include <set>
 
-#include "core/process.h"
-#include "core/slurm_cli.h"
-#include "submitter/container_args.h"
+#include "core/process/process.h"
+#include "submitter/sweep/slurm_cli.h"
+#include "submitter/sweep/container_args.h"
 #include "submitter/matrix_options.h"
-#include "submitter/sweep_container.h"
-#include "submitter/sweep_selection.h"
+#include "submitter/sweep/sweep_container.h"
+#include "submitter/sweep/sweep_selection.h"
 
 namespace ix {
 namespace {

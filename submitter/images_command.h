@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "submitter/sweep_files.h"
+#include "submitter/sweep/sweep_files.h"
 
 namespace ix {
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/file_text.h"
-#include "submitter/container_args.h"
+#include "core/base/file_text.h"
+#include "submitter/sweep/container_args.h"
 #include "submitter/testing_env.h"
 
 namespace ix {

@@ -8,7 +8,7 @@
 #include "submitter/plan_command.h"
 #include "submitter/status_command.h"
 #include "submitter/sweep_command.h"
-#include "submitter/sweep_task.h"
+#include "submitter/sweep/sweep_task.h"
 
 namespace {
 

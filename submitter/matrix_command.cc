@@ -9,11 +9,11 @@
 #include <map>
 #include <optional>
 
-#include "core/matrix.h"
-#include "core/matrix_buckets.h"
-#include "core/matrix_config.h"
-#include "core/matrix_json.h"
-#include "core/matrix_runners.h"
+#include "core/matrix/matrix.h"
+#include "core/matrix/matrix_buckets.h"
+#include "core/matrix/matrix_config.h"
+#include "core/matrix/matrix_json.h"
+#include "core/matrix/matrix_runners.h"
 #include "submitter/matrix_options.h"
 
 namespace ix {

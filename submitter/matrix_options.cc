@@ -211,24 +211,4 @@ SweepOptions ToSweepOptions(const Parsed& p, bool full) {
   return o;
 }
 
-Result<MatrixBuckets> GenerateBuckets(const MasterConfig& config, const RunnerConfig& runners,
-                                      const SweepOptions& options, bool trim_conc) {
-  std::vector<MatrixEntry> bench, evals;
-  if (options.evals != EvalMode::kOnly) {
-    SweepOptions b = options;
-    b.evals = EvalMode::kNone;
-    Result<std::vector<MatrixEntry>> m = GenerateMatrix(config, runners, b);
-    if (!m) return m.error();
-    bench = std::move(m).value();
-  }
-  if (options.evals != EvalMode::kNone) {
-    SweepOptions e = options;
-    if (e.evals == EvalMode::kDefault) e.evals = EvalMode::kOnly;
-    Result<std::vector<MatrixEntry>> m = GenerateMatrix(config, runners, e);
-    if (!m) return m.error();
-    evals = std::move(m).value();
-  }
-  return MakeBuckets(std::move(bench), std::move(evals), trim_conc);
-}
-
 }  // namespace ix

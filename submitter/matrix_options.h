@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "core/matrix.h"
-#include "core/matrix_buckets.h"
-#include "core/matrix_config.h"
-#include "core/matrix_runners.h"
-#include "core/result.h"
+#include "core/matrix/matrix.h"
+#include "core/matrix/matrix_buckets.h"
+#include "core/matrix/matrix_config.h"
+#include "core/matrix/matrix_runners.h"
+#include "core/base/result.h"
 
 namespace ix {
 
@@ -52,10 +52,5 @@ boost::program_options::options_description MatrixOptions(bool full, bool bucket
 Parsed ParseOptions(const std::vector<std::string>& args, const boost::program_options::options_description& opts);
 // The generator's options from the flags; throws Misuse.
 SweepOptions ToSweepOptions(const Parsed& p, bool full);
-
-// The bucketed form of the selected matrix: benchmarks as --no-evals
-// generates them, evals as --evals-only (or --all-evals) does.
-Result<MatrixBuckets> GenerateBuckets(const MasterConfig& config, const RunnerConfig& runners,
-                                      const SweepOptions& options, bool trim_conc);
 
 }  // namespace ix

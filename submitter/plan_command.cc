@@ -4,9 +4,9 @@
 
 #include <iostream>
 
-#include "core/launch_plan.h"
-#include "core/recipe.h"
-#include "core/recipe_dir.h"
+#include "core/recipe/launch_plan.h"
+#include "core/recipe/recipe.h"
+#include "core/recipe/recipe_dir.h"
 
 namespace ix {
 namespace po = boost::program_options;

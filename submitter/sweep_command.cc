@@ -11,20 +11,20 @@
 #include <random>
 #include <thread>
 
-#include "core/file_text.h"
-#include "core/process.h"
-#include "core/recipe_dir.h"
-#include "core/slurm_cli.h"
-#include "core/sweep_store.h"
+#include "core/base/file_text.h"
+#include "core/process/process.h"
+#include "core/recipe/recipe_dir.h"
+#include "submitter/sweep/slurm_cli.h"
+#include "submitter/sweep/sweep_store.h"
 #include "submitter/matrix_options.h"
-#include "submitter/sweep_container.h"
-#include "submitter/sweep_db.h"
-#include "submitter/sweep_dir.h"
-#include "submitter/sweep_files.h"
-#include "submitter/sweep_plan.h"
-#include "submitter/sweep_selection.h"
-#include "submitter/sweep_submit.h"
-#include "submitter/sweep_task.h"
+#include "submitter/sweep/sweep_container.h"
+#include "submitter/sweep/sweep_db.h"
+#include "submitter/sweep/sweep_dir.h"
+#include "submitter/sweep/sweep_files.h"
+#include "submitter/sweep/sweep_plan.h"
+#include "submitter/sweep/sweep_selection.h"
+#include "submitter/sweep/sweep_submit.h"
+#include "submitter/sweep/sweep_task.h"
 
 namespace ix {
 namespace po = boost::program_options;

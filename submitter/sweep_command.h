@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
-#include "core/sweep_store.h"
+#include "core/base/result.h"
+#include "submitter/sweep/sweep_store.h"
 
 namespace ix {
 

@@ -33,9 +33,9 @@ run() {
     rm -f "$log"
   fi
 }
-run core/process_test '*'
-run core/ixcore_test 'Port*:LoadTopologyXml*'
+run core/process/process_test '*'
+run core/node/node_test 'Port*:LoadTopologyXml*'
 run spank_plugin/ixspank_test 'StepdLaunch*:StepDirs*'
-run submitter/submitter_test 'SweepDir*'
+run submitter/sweep/sweep_test 'SweepDir*'
 run tests/fakes/http_server_test '*'
 exit $status

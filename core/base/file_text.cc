@@ -1,0 +1,99 @@
+#include "core/base/file_text.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ix {
+
+std::string ReadFileText(const std::string& path, int* err) {
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *err = errno ? errno : ENOENT;
+    return {};
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *err = 0;
+  return ss.str();
+}
+
+std::string ReadFileTextAt(int dir, const std::string& name, int* err, size_t max_bytes) {
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *err = errno;
+    return {};
+  }
+  struct stat st{};
+  std::string out;
+  *err = ::fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+  char buf[4096];
+  while (*err == 0) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n < 0) *err = errno;
+      break;
+    }
+    if (out.size() + static_cast<size_t>(n) > max_bytes) *err = EFBIG;
+    else out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (*err) out.clear();
+  return out;
+}
+
+Status WriteFileAtomicAt(int dir, const std::string& where, const std::string& name, const std::string& text,
+                         mode_t mode) {
+  const std::string tmp = name + ".tmp";
+  auto fail = [&](const std::string& what, int e) {
+    ::unlinkat(dir, tmp.c_str(), 0);
+    return Error{"cannot write " + where + "/" + what + ": " + std::strerror(e)};
+  };
+  ::unlinkat(dir, tmp.c_str(), 0);  // a leftover (or a planted link): unlinkat never follows
+  const int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return Error{"cannot write " + where + "/" + tmp + ": " + std::strerror(errno)};
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = n < 0 ? errno : EIO;
+      ::close(fd);
+      return fail(tmp, e);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::fchmod(fd, mode);  // whatever the umask
+  ::close(fd);
+  if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) return fail(name, errno);
+  return Ok{};
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
+    out << text;
+    if (!out.flush()) {
+      const int e = errno;
+      ::unlink(tmp.c_str());
+      return Error{"cannot write " + tmp + ": " + std::strerror(e)};
+    }
+  }
+  ::chmod(tmp.c_str(), mode);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return Error{"cannot write " + path + ": " + std::strerror(e)};
+  }
+  return Ok{};
+}
+
+}  // namespace ix

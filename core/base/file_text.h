@@ -1,0 +1,33 @@
+// ReadFileText: a whole file as a string, for /proc, /sys and config files.
+// On failure returns "" and sets *err to the errno (never 0); on success *err
+// is 0. WriteFileAtomic: a whole file replaced at once (written to PATH.tmp,
+// then renamed), so a reader sees the old text or the new, never half.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "core/base/result.h"
+
+namespace ix {
+
+std::string ReadFileText(const std::string& path, int* err);
+
+// ReadFileTextAt: the regular file NAME under the directory descriptor DIR
+// (AT_FDCWD: the working directory), for files in a directory someone else
+// may write: opened O_NOFOLLOW | O_NONBLOCK, so a symlink (ELOOP), FIFO or
+// device (EINVAL) is refused without blocking, and more than max_bytes is
+// EFBIG. Errors as ReadFileText.
+std::string ReadFileTextAt(int dir, const std::string& name, int* err, size_t max_bytes = size_t{1} << 20);
+
+// Errors name the file and the errno; on error PATH is unchanged.
+Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode = 0644);
+// The same under the directory descriptor DIR, never following a link:
+// NAME.tmp is unlinked, created O_EXCL | O_NOFOLLOW, then renamed over NAME.
+// Works while DIR is no longer reachable by any path (a container's removed
+// rootfs). `where` names DIR in errors.
+Status WriteFileAtomicAt(int dir, const std::string& where, const std::string& name, const std::string& text,
+                         mode_t mode = 0644);
+
+}  // namespace ix

@@ -1,0 +1,382 @@
+#include "core/recipe/launch_plan.h"
+
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "core/yaml/yaml_reader.h"
+
+namespace ix {
+namespace {
+
+// Adds `extra` to `base`: a name already there gets the new value in place,
+// a new name is appended, so the written order is kept.
+void MergeEnv(EnvList& base, const EnvList& extra) {
+  for (const auto& [k, v] : extra) {
+    const std::string& name = k;  // clang 14 (the fuzz build) cannot capture a structured binding
+    auto it = std::find_if(base.begin(), base.end(), [&](const auto& e) { return e.first == name; });
+    if (it != base.end()) {
+      it->second = v;
+    } else {
+      base.emplace_back(k, v);
+    }
+  }
+}
+
+// The values every template of one arm renders against.
+class Scope {
+ public:
+  explicit Scope(const Arm& arm) : arm_(arm) {}
+
+  void Set(const std::string& name, std::string value) {
+    if (!values_.count(name)) order_.push_back(name);
+    values_[name] = std::move(value);
+  }
+
+  // The arm's rank ports: numbers per rank, rank 0's set as the plain name.
+  void SetRankPorts(std::vector<std::pair<std::string, std::vector<int>>> ports) {
+    rank_ports_ = std::move(ports);
+    for (const auto& [name, per_rank] : rank_ports_) Set(name, std::to_string(per_rank.at(0)));
+  }
+
+  // The scope of one rank: DP_RANK and the rank ports are that rank's. Arm
+  // variables rendered so far are dropped, since they may use a rank port.
+  Scope ForRank(int64_t r) const {
+    Scope s(arm_);
+    s.values_ = values_;
+    s.order_ = order_;
+    s.rank_ports_ = rank_ports_;
+    for (const auto& [name, per_rank] : rank_ports_) s.values_[name] = std::to_string(per_rank.at(r));
+    s.Set("DP_RANK", std::to_string(r));
+    return s;
+  }
+
+  // Arm variables render lazily against the scope; cycles were rejected at
+  // load time, so the recursion ends.
+  std::optional<std::string> Get(const std::string& name) {
+    if (auto it = values_.find(name); it != values_.end()) return it->second;
+    if (auto it = cache_.find(name); it != cache_.end()) return it->second;
+    for (const auto& [v, t] : arm_.vars) {
+      if (v != name) continue;
+      Result<std::string> r = t.tmpl.Render([this](const std::string& n) { return Get(n); });
+      if (!r) return std::nullopt;
+      cache_[name] = r.value();
+      cache_order_.push_back(name);
+      return r.value();
+    }
+    return std::nullopt;
+  }
+
+  Result<std::string> Render(const LocatedTemplate& t) {
+    Result<std::string> r = t.tmpl.Render([this](const std::string& n) { return Get(n); });
+    if (!r) return Error{t.ref.Describe() + ": " + r.error().message};
+    return r;
+  }
+
+  Result<EnvList> RenderEnv(const std::vector<EnvTemplate>& env) {
+    EnvList out;
+    for (const auto& e : env) {
+      Result<std::string> v = Render(e.value);
+      if (!v) return v.error();
+      out.emplace_back(e.name, v.value());
+    }
+    return out;
+  }
+
+  EnvList All() const {
+    EnvList out;
+    for (const auto& n : order_) out.emplace_back(n, values_.at(n));
+    for (const auto& n : cache_order_) out.emplace_back(n, cache_.at(n));
+    return out;
+  }
+
+  int64_t dp() const { return arm_.dp; }
+
+ private:
+  const Arm& arm_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> order_;
+  std::map<std::string, std::string> cache_;  // arm variables rendered so far
+  std::vector<std::string> cache_order_;
+  std::vector<std::pair<std::string, std::vector<int>>> rank_ports_;
+};
+
+// Renders a list whose items may repeat per rank or per GPU into `out`.
+Status RenderList(const std::vector<ListArg>& list, Scope& scope, const std::vector<GpuPlace>& gpus,
+                  std::vector<std::string>& out) {
+  auto add = [&](Scope& s, const LocatedTemplate& t) -> Status {
+    Result<std::string> r = s.Render(t);
+    if (!r) return r.error();
+    out.push_back(std::move(r).value());
+    return Ok{};
+  };
+  for (const ListArg& a : list) {
+    switch (a.kind) {
+      case ListArg::Kind::kText:
+        if (Status s = add(scope, a.text); !s) return s;
+        break;
+      case ListArg::Kind::kPerRank:
+        for (int64_t r = 0; r < scope.dp(); ++r) {
+          Scope rs = scope.ForRank(r);
+          if (Status s = add(rs, a.text); !s) return s;
+        }
+        break;
+      case ListArg::Kind::kPerGpu:
+        for (const GpuPlace& g : gpus) {
+          Scope gs = scope;
+          gs.Set("GPU_NUMA", std::to_string(g.numa));
+          gs.Set("GPU_CPUS", g.cpus);
+          if (Status s = add(gs, a.text); !s) return s;
+        }
+        break;
+    }
+  }
+  return Ok{};
+}
+
+// "server.log" for rank 2 -> "server-rank2.log".
+std::string RankLog(const std::string& log, int64_t rank) {
+  const size_t dot = log.rfind('.');
+  const std::string tag = "-rank" + std::to_string(rank);
+  return dot == std::string::npos || dot == 0 ? log + tag : log.substr(0, dot) + tag + log.substr(dot);
+}
+
+Result<PlannedProcess> RenderProcess(const ProcessTemplate& p, const Arm& arm, Scope& scope,
+                                     const std::vector<EnvTemplate>& extra_env) {
+  PlannedProcess out;
+  out.name = p.name;
+  out.log = p.log;
+  auto add = [&](const LocatedTemplate& t) -> Status {
+    Result<std::string> s = scope.Render(t);
+    if (!s) return s.error();
+    out.argv.push_back(std::move(s).value());
+    return Ok{};
+  };
+  for (const ArgTemplate& a : p.argv) {
+    switch (a.kind) {
+      case ArgTemplate::Kind::kText:
+        if (Status s = add(a.text); !s) return s.error();
+        break;
+      case ArgTemplate::Kind::kSplice:
+        for (const auto& [name, fragment] : arm.fragments) {
+          if (name != a.fragment) continue;
+          if (Status s = RenderList(fragment, scope, {}, out.argv); !s) return s.error();
+        }
+        break;
+      case ArgTemplate::Kind::kWhen: {
+        std::optional<std::string> cond = scope.Get(a.when);
+        if (cond && !cond->empty()) {
+          for (const auto& t : a.args) {
+            if (Status s = add(t); !s) return s.error();
+          }
+        }
+        break;
+      }
+    }
+  }
+  Result<EnvList> env = scope.RenderEnv(p.env);
+  if (!env) return env.error();
+  Result<EnvList> extra = scope.RenderEnv(extra_env);
+  if (!extra) return extra.error();
+  out.env = std::move(env).value();
+  MergeEnv(out.env, extra.value());
+  for (const auto& r : p.readiness) {
+    Result<std::string> url = scope.Render(r.url);
+    if (!url) return url.error();
+    out.readiness.push_back(ReadinessCheck{r.kind, url.value()});
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t CaptureSize(int64_t n, int64_t cap) {
+  int64_t p = 1;
+  while (p < n && p < cap) p *= 2;
+  return std::min(p, cap);
+}
+
+Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm) {
+  const Arm* a = recipe.FindArm(arm);
+  if (!a) {
+    return Error{"unknown arm '" + arm + "' for recipe " + recipe.name + "; allowed: " +
+                 JoinNames(recipe.ArmNames())};
+  }
+  std::vector<std::string> names = a->ports;
+  for (const auto& p : a->rank_ports) {
+    for (int64_t r = 0; r < a->dp; ++r) names.push_back(p + "_RANK" + std::to_string(r));
+  }
+  return names;
+}
+
+PortList PlaceholderPorts(const std::vector<std::string>& names) {
+  PortList ports;
+  int next = 20000;
+  for (const auto& n : names) ports.emplace_back(n, next++);
+  return ports;
+}
+
+Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& req) {
+  const Arm* arm = recipe.FindArm(req.arm);
+  if (!arm) {
+    return Error{"unknown arm '" + req.arm + "' for recipe " + recipe.name + "; allowed: " +
+                 JoinNames(recipe.ArmNames())};
+  }
+  if (req.conc <= 0) {
+    return Error{"concurrency must be a positive integer, got " + std::to_string(req.conc)};
+  }
+  const std::string what = recipe.name + " arm " + arm->name;
+
+  Scope scope(*arm);
+  scope.Set("RECIPE", recipe.name);
+  scope.Set("ARM", arm->name);
+  scope.Set("CONC", std::to_string(req.conc));
+  scope.Set("EVAL_ONLY", req.eval_only ? "1" : "0");
+  scope.Set("GPUS", std::to_string(arm->gpus));
+  scope.Set("TP", std::to_string(arm->tp));
+  scope.Set("EP", std::to_string(arm->ep));
+  scope.Set("DP", std::to_string(arm->dp));
+
+  std::set<std::string> overridden;
+  for (const auto& [name, value] : req.overrides) {
+    if (!recipe.FindVariable(name)) {
+      std::vector<std::string> settable;
+      for (const auto& v : recipe.variables) settable.push_back(v.name);
+      return Error{"cannot set '" + name + "': not a variable of recipe " + recipe.name +
+                   "; settable: " + (settable.empty() ? "(none)" : JoinNames(settable))};
+    }
+    if (!overridden.insert(name).second) return Error{"variable '" + name + "' is set twice"};
+  }
+  for (const RecipeVariable& v : recipe.variables) {
+    std::string value = req.eval_only && v.eval_only_value ? *v.eval_only_value : v.value;
+    for (const auto& [name, o] : req.overrides) {
+      if (name == v.name) value = o;
+    }
+    scope.Set(v.name, value);
+  }
+
+  if (recipe.capture) {
+    const int64_t mult = arm->capture_batch_multiplier;
+    const int64_t batch = req.conc * mult;
+    if (batch % arm->dp != 0) {
+      return Error{what + ": the per-rank CUDA-graph batch " + std::to_string(mult) +
+                   " x CONC / " + std::to_string(arm->dp) + " is not whole for CONC=" +
+                   std::to_string(req.conc) + " (" + std::to_string(mult) +
+                   " x CONC must be divisible by " + std::to_string(arm->dp) +
+                   ", the data-parallel size)"};
+    }
+    scope.Set(recipe.capture->variable,
+              std::to_string(CaptureSize(batch / arm->dp * recipe.capture->tokens_per_request,
+                                         recipe.capture->max)));
+  }
+
+  LaunchPlan plan;
+  std::set<int> numbers;
+  Result<std::vector<std::string>> port_names = PortNames(recipe, arm->name);
+  if (!port_names) return port_names.error();
+  for (const std::string& name : port_names.value()) {
+    auto it = std::find_if(req.ports.begin(), req.ports.end(),
+                           [&](const auto& p) { return p.first == name; });
+    if (it == req.ports.end()) return Error{what + ": no port number given for " + name};
+    if (it->second <= 0 || it->second > 65535) {
+      return Error{what + ": port " + name + "=" + std::to_string(it->second) +
+                   " is outside 1-65535"};
+    }
+    if (!numbers.insert(it->second).second) {
+      return Error{what + ": port " + std::to_string(it->second) + " given to two names"};
+    }
+    if (std::find(arm->ports.begin(), arm->ports.end(), name) != arm->ports.end()) {
+      scope.Set(name, std::to_string(it->second));
+    }
+    plan.ports.emplace_back(name, it->second);
+  }
+  auto port_of = [&](const std::string& name) {
+    for (const auto& [k, v] : plan.ports) {
+      if (k == name) return v;
+    }
+    return 0;
+  };
+  std::vector<std::pair<std::string, std::vector<int>>> rank_ports;
+  for (const std::string& p : arm->rank_ports) {
+    std::vector<int> per_rank;
+    for (int64_t r = 0; r < arm->dp; ++r) per_rank.push_back(port_of(p + "_RANK" + std::to_string(r)));
+    rank_ports.emplace_back(p, per_rank);
+  }
+  if (!rank_ports.empty()) scope.SetRankPorts(rank_ports);
+
+  plan.recipe = recipe.name;
+  plan.arm = arm->name;
+  plan.conc = req.conc;
+  plan.eval_only = req.eval_only;
+  plan.gpus = arm->gpus;
+  plan.tp = arm->tp;
+  plan.ep = arm->ep;
+  plan.dp = arm->dp;
+  plan.dp_layout = arm->dp_layout;
+  for (int64_t r = 0; r < arm->dp; ++r) {
+    PlannedRank rank{r, {}, {}};
+    for (int64_t g = 0; g < arm->tp; ++g) rank.gpus.push_back(r * arm->tp + g);
+    for (const auto& [name, per_rank] : rank_ports) rank.ports.emplace_back(name, per_rank[r]);
+    plan.ranks.push_back(std::move(rank));
+  }
+
+  if (arm->dp_layout == DpLayout::kRankProcess) {
+    for (int64_t r = 0; r < arm->dp; ++r) {
+      Scope rs = scope.ForRank(r);
+      Result<PlannedProcess> engine = RenderProcess(recipe.engine, *arm, rs, arm->engine_env);
+      if (!engine) return engine.error();
+      engine.value().name = recipe.engine.name + "-rank" + std::to_string(r);
+      engine.value().log = RankLog(recipe.engine.log, r);
+      engine.value().rank = r;
+      plan.processes.push_back(std::move(engine).value());
+    }
+  } else {
+    Result<PlannedProcess> engine = RenderProcess(recipe.engine, *arm, scope, arm->engine_env);
+    if (!engine) return engine.error();
+    if (!req.gpu_places.empty() && !recipe.engine.numa_flags.empty()) {
+      if (static_cast<int64_t>(req.gpu_places.size()) < arm->gpus) {
+        return Error{what + ": " + std::to_string(req.gpu_places.size()) + " GPU places given for " +
+                     std::to_string(arm->gpus) + " GPUs"};
+      }
+      const std::vector<GpuPlace> places(req.gpu_places.begin(), req.gpu_places.begin() + arm->gpus);
+      if (Status s = RenderList(recipe.engine.numa_flags, scope, places, engine.value().argv); !s) {
+        return s.error();
+      }
+      plan.worker_numa_flags = true;
+    }
+    plan.processes.push_back(std::move(engine).value());
+  }
+  if (arm->router) {
+    Result<PlannedProcess> router = RenderProcess(*recipe.router, *arm, scope, {});
+    if (!router) return router.error();
+    plan.processes.push_back(std::move(router).value());
+  }
+  Result<EnvList> client = scope.RenderEnv(recipe.client_env);
+  if (!client) return client.error();
+  Result<EnvList> client_extra = scope.RenderEnv(arm->client_env);
+  if (!client_extra) return client_extra.error();
+  plan.client_env = std::move(client).value();
+  MergeEnv(plan.client_env, client_extra.value());
+
+  for (const HostMemoryNeed& need : recipe.host_memory) {
+    const int64_t count = need.per == HostMemoryNeed::Per::kDpRank ? arm->dp
+                          : need.per == HostMemoryNeed::Per::kGpu  ? arm->gpus
+                                                                   : 1;
+    plan.host_memory.push_back(PlannedHostMemory{need.name, need.per, need.bytes, count,
+                                                 need.bytes * static_cast<uint64_t>(count)});
+  }
+  for (const auto& [v, t] : arm->vars) scope.Get(v);  // record them all
+  plan.variables = scope.All();
+  return plan;
+}
+
+Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request) {
+  Result<std::vector<std::string>> names = PortNames(recipe, request.arm);
+  if (!names) return names.error();
+  request.ports = PlaceholderPorts(names.value());
+  return RenderPlan(recipe, request);
+}
+
+}  // namespace ix

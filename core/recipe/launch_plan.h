@@ -1,0 +1,115 @@
+// LaunchPlan: everything one job step will run, rendered from a recipe for
+// one arm and concurrency. It is data only: exact argv vectors, the
+// environment each process adds to the task's, the ports by name, the ranks
+// and their step-local GPU indices, readiness checks, host-memory totals and
+// the client environment. No field is ever interpreted by a shell.
+// Invariants: every port named by the arm has a number; ports are distinct;
+// ranks.size() == dp and each rank holds tp GPUs, disjoint, covering
+// [0, gpus); in the rank-process layout there is one engine process per
+// rank (named engine-rank<r>, rank == r) and every other process has
+// rank -1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/recipe/recipe.h"
+#include "core/base/result.h"
+
+namespace ix {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+using PortList = std::vector<std::pair<std::string, int>>;
+
+struct ReadinessCheck {
+  ReadinessTemplate::Kind kind;
+  std::string url;
+};
+const char* ReadinessKindName(ReadinessTemplate::Kind kind);
+
+struct PlannedProcess {
+  std::string name;
+  std::string log;
+  int64_t rank = -1;  // the DP rank it alone serves (rank-process engines), else -1
+  std::vector<std::string> argv;
+  EnvList env;
+  std::vector<ReadinessCheck> readiness;
+};
+
+struct PlannedRank {
+  int64_t rank = 0;
+  std::vector<int64_t> gpus;  // step-local indices into CUDA_VISIBLE_DEVICES
+  PortList ports;             // the arm's rank ports, this rank's numbers
+};
+
+struct PlannedHostMemory {
+  std::string name;
+  HostMemoryNeed::Per per;
+  uint64_t bytes_each = 0;
+  int64_t count = 0;
+  uint64_t total_bytes = 0;
+};
+
+struct LaunchPlan {
+  std::string recipe;
+  std::string arm;
+  int64_t conc = 0;
+  bool eval_only = false;
+  int64_t gpus = 0, tp = 0, ep = 0, dp = 0;
+  DpLayout dp_layout = DpLayout::kEngine;
+  // The engine got the recipe's numa_flags: it places its own workers, so
+  // the process as a whole is bound to the union of its ranks' CPUs only.
+  bool worker_numa_flags = false;
+  std::vector<PlannedRank> ranks;
+  PortList ports;  // every leased port, rank ports as NAME_RANK<r>
+  std::vector<PlannedProcess> processes;
+  EnvList client_env;
+  std::vector<PlannedHostMemory> host_memory;
+  EnvList variables;  // every variable as rendered, for the record
+};
+
+// Where one GPU of the step was placed, for the per_gpu items of
+// engine.numa_flags.
+struct GpuPlace {
+  int numa = -1;
+  std::string cpus;  // list syntax, "0-15,64-79"
+};
+
+// What to render. `ports` must give a number for each port of the arm
+// (PortNames); `overrides` replace recipe variables by name. `gpu_places`
+// (step-local GPU order), when given for an engine-layout arm whose recipe
+// declares engine.numa_flags, appends those flags to the engine.
+struct RenderRequest {
+  std::string arm;
+  int64_t conc = 0;
+  bool eval_only = false;
+  EnvList overrides;
+  PortList ports;
+  std::vector<GpuPlace> gpu_places;
+};
+
+// The port names the arm needs, in order: its ports, then each rank port
+// once per rank as NAME_RANK<r>.
+Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm);
+// Distinct stand-in numbers for a plan that is not running (from 20000 up).
+PortList PlaceholderPorts(const std::vector<std::string>& names);
+
+Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& request);
+// RenderPlan for a plan that is not running: the arm's ports get
+// PlaceholderPorts (request.ports is ignored).
+Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request);
+
+// Smallest power of two >= n, capped at `cap` (n >= 1).
+int64_t CaptureSize(int64_t n, int64_t cap);
+
+// `{"recipe":...,"processes":[{"name","argv","env",...}],"ports":{...},...}`
+std::string PlanToJson(const LaunchPlan& plan, bool pretty);
+// The inverse of PlanToJson (ix-stepd reads the plan the plugin wrote);
+// `where` names the text in errors.
+Result<LaunchPlan> PlanFromJson(const std::string& text, const std::string& where);
+// A readable multi-line summary for people.
+std::string PlanSummary(const LaunchPlan& plan);
+
+}  // namespace ix

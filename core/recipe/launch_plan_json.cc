@@ -1,0 +1,346 @@
+// The launch plan as JSON (PlanToJson, PlanFromJson) and as text
+// (PlanSummary): apart from the rendering, so that ix-stepd, which only
+// reads the plan the plugin wrote, links no recipe or YAML code.
+#include "core/recipe/launch_plan.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace ix {
+
+const char* ReadinessKindName(ReadinessTemplate::Kind kind) {
+  return kind == ReadinessTemplate::Kind::kHttpOk ? "http_ok" : "models_nonempty";
+}
+
+namespace {
+
+template <class Writer>
+void WriteEnv(Writer& w, const EnvList& env) {
+  w.StartObject();
+  for (const auto& [k, v] : env) {
+    w.Key(k.c_str(), static_cast<rapidjson::SizeType>(k.size()));
+    w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+  }
+  w.EndObject();
+}
+
+template <class Writer>
+void WritePlan(Writer& w, const LaunchPlan& plan) {
+  auto str = [&](const std::string& s) {
+    w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  };
+  w.StartObject();
+  w.Key("recipe"); str(plan.recipe);
+  w.Key("arm"); str(plan.arm);
+  w.Key("conc"); w.Int64(plan.conc);
+  w.Key("eval_only"); w.Bool(plan.eval_only);
+  w.Key("gpus"); w.Int64(plan.gpus);
+  w.Key("tp"); w.Int64(plan.tp);
+  w.Key("ep"); w.Int64(plan.ep);
+  w.Key("dp"); w.Int64(plan.dp);
+  w.Key("dp_layout"); w.String(DpLayoutName(plan.dp_layout));
+  w.Key("worker_numa_flags"); w.Bool(plan.worker_numa_flags);
+  w.Key("ranks");
+  w.StartArray();
+  for (const auto& r : plan.ranks) {
+    w.StartObject();
+    w.Key("rank"); w.Int64(r.rank);
+    w.Key("gpus");
+    w.StartArray();
+    for (int64_t g : r.gpus) w.Int64(g);
+    w.EndArray();
+    if (!r.ports.empty()) {
+      w.Key("ports");
+      w.StartObject();
+      for (const auto& [k, v] : r.ports) {
+        w.Key(k.c_str());
+        w.Int(v);
+      }
+      w.EndObject();
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("ports");
+  w.StartObject();
+  for (const auto& [k, v] : plan.ports) {
+    w.Key(k.c_str());
+    w.Int(v);
+  }
+  w.EndObject();
+  w.Key("processes");
+  w.StartArray();
+  for (const auto& p : plan.processes) {
+    w.StartObject();
+    w.Key("name"); str(p.name);
+    w.Key("log"); str(p.log);
+    if (p.rank >= 0) {
+      w.Key("rank"); w.Int64(p.rank);
+    }
+    w.Key("argv");
+    w.StartArray();
+    for (const auto& a : p.argv) str(a);
+    w.EndArray();
+    w.Key("env"); WriteEnv(w, p.env);
+    w.Key("readiness");
+    w.StartArray();
+    for (const auto& r : p.readiness) {
+      w.StartObject();
+      w.Key("kind"); w.String(ReadinessKindName(r.kind));
+      w.Key("url"); str(r.url);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("client_env"); WriteEnv(w, plan.client_env);
+  w.Key("host_memory");
+  w.StartArray();
+  for (const auto& h : plan.host_memory) {
+    w.StartObject();
+    w.Key("name"); str(h.name);
+    w.Key("per"); w.String(PerName(h.per));
+    w.Key("bytes_each"); w.Uint64(h.bytes_each);
+    w.Key("count"); w.Int64(h.count);
+    w.Key("total_bytes"); w.Uint64(h.total_bytes);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("variables"); WriteEnv(w, plan.variables);
+  w.EndObject();
+}
+
+// Quotes an argument for display only; nothing ever runs this string.
+std::string DisplayArg(const std::string& a) {
+  if (!a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./:=,@+%") == std::string::npos) {
+    return a;
+  }
+  std::string out = "'";
+  for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string Gib(uint64_t bytes) {
+  const double g = static_cast<double>(bytes) / 1073741824.0;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g GiB", g);
+  return buf;
+}
+
+}  // namespace
+
+std::string PlanToJson(const LaunchPlan& plan, bool pretty) {
+  rapidjson::StringBuffer buf;
+  if (pretty) {
+    rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
+    w.SetIndent(' ', 2);
+    WritePlan(w, plan);
+  } else {
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    WritePlan(w, plan);
+  }
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+namespace {
+
+// Reads a PlanToJson document field by field; the first missing or
+// mistyped field throws a message naming its path.
+class PlanReader {
+ public:
+  explicit PlanReader(std::string where) : where_(std::move(where)) {}
+
+  const rapidjson::Value& Member(const rapidjson::Value& o, const char* key, const std::string& path) {
+    if (!o.IsObject()) Fail(path, "is not an object");
+    auto it = o.FindMember(key);
+    if (it == o.MemberEnd()) Fail(path + "." + key, "is missing");
+    return it->value;
+  }
+  std::string Str(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsString()) Fail(path + "." + key, "is not a string");
+    return std::string(v.GetString(), v.GetStringLength());
+  }
+  int64_t Int(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsInt64()) Fail(path + "." + key, "is not an integer");
+    return v.GetInt64();
+  }
+  uint64_t Uint(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsUint64()) Fail(path + "." + key, "is not a non-negative integer");
+    return v.GetUint64();
+  }
+  bool Bool(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsBool()) Fail(path + "." + key, "is not true or false");
+    return v.GetBool();
+  }
+  const rapidjson::Value& Array(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsArray()) Fail(path + "." + key, "is not an array");
+    return v;
+  }
+  EnvList Env(const rapidjson::Value& o, const char* key, const std::string& path) {
+    const rapidjson::Value& v = Member(o, key, path);
+    if (!v.IsObject()) Fail(path + "." + key, "is not an object");
+    EnvList out;
+    for (const auto& m : v.GetObject()) {
+      if (!m.value.IsString()) Fail(path + "." + key + "." + m.name.GetString(), "is not a string");
+      out.emplace_back(m.name.GetString(), std::string(m.value.GetString(), m.value.GetStringLength()));
+    }
+    return out;
+  }
+  PortList Ports(const rapidjson::Value& v, const std::string& path) {
+    if (!v.IsObject()) Fail(path, "is not an object");
+    PortList out;
+    for (const auto& m : v.GetObject()) {
+      if (!m.value.IsInt() || m.value.GetInt() <= 0 || m.value.GetInt() > 65535) {
+        Fail(path + "." + m.name.GetString(), "is not a port number");
+      }
+      out.emplace_back(m.name.GetString(), m.value.GetInt());
+    }
+    return out;
+  }
+  [[noreturn]] void Fail(const std::string& path, const std::string& what) {
+    throw std::runtime_error(where_ + ": field '" + path + "' " + what);
+  }
+
+ private:
+  std::string where_;
+};
+
+}  // namespace
+
+Result<LaunchPlan> PlanFromJson(const std::string& text, const std::string& where) {
+  rapidjson::Document d;
+  d.Parse(text.c_str(), text.size());
+  if (d.HasParseError()) {
+    return Error{where + ": not JSON (offset " + std::to_string(d.GetErrorOffset()) + ")"};
+  }
+  PlanReader r(where);
+  LaunchPlan plan;
+  try {
+    const std::string top = "plan";
+    plan.recipe = r.Str(d, "recipe", top);
+    plan.arm = r.Str(d, "arm", top);
+    plan.conc = r.Int(d, "conc", top);
+    plan.eval_only = r.Bool(d, "eval_only", top);
+    plan.gpus = r.Int(d, "gpus", top);
+    plan.tp = r.Int(d, "tp", top);
+    plan.ep = r.Int(d, "ep", top);
+    plan.dp = r.Int(d, "dp", top);
+    const std::string layout = r.Str(d, "dp_layout", top);
+    if (layout != "engine" && layout != "rank-process") r.Fail("dp_layout", "is not engine or rank-process");
+    plan.dp_layout = layout == "engine" ? DpLayout::kEngine : DpLayout::kRankProcess;
+    plan.worker_numa_flags = r.Bool(d, "worker_numa_flags", top);
+    const rapidjson::Value& ranks = r.Array(d, "ranks", top);
+    for (rapidjson::SizeType i = 0; i < ranks.Size(); ++i) {
+      const std::string path = "ranks[" + std::to_string(i) + "]";
+      PlannedRank rank;
+      rank.rank = r.Int(ranks[i], "rank", path);
+      const rapidjson::Value& gpus = r.Array(ranks[i], "gpus", path);
+      for (const auto& g : gpus.GetArray()) {
+        if (!g.IsInt64()) r.Fail(path + ".gpus", "holds a non-integer");
+        rank.gpus.push_back(g.GetInt64());
+      }
+      if (ranks[i].HasMember("ports")) rank.ports = r.Ports(ranks[i]["ports"], path + ".ports");
+      plan.ranks.push_back(std::move(rank));
+    }
+    plan.ports = r.Ports(r.Member(d, "ports", top), "ports");
+    const rapidjson::Value& procs = r.Array(d, "processes", top);
+    for (rapidjson::SizeType i = 0; i < procs.Size(); ++i) {
+      const std::string path = "processes[" + std::to_string(i) + "]";
+      const rapidjson::Value& p = procs[i];
+      PlannedProcess out;
+      out.name = r.Str(p, "name", path);
+      out.log = r.Str(p, "log", path);
+      if (out.log.empty() || out.log.find('/') != std::string::npos || out.log == "." || out.log == "..") {
+        r.Fail(path + ".log", "is not a plain file name");
+      }
+      if (p.HasMember("rank")) out.rank = r.Int(p, "rank", path);
+      for (const auto& a : r.Array(p, "argv", path).GetArray()) {
+        if (!a.IsString()) r.Fail(path + ".argv", "holds a non-string");
+        out.argv.emplace_back(a.GetString(), a.GetStringLength());
+      }
+      if (out.argv.empty()) r.Fail(path + ".argv", "is empty");
+      out.env = r.Env(p, "env", path);
+      const rapidjson::Value& checks = r.Array(p, "readiness", path);
+      for (rapidjson::SizeType j = 0; j < checks.Size(); ++j) {
+        const std::string cp = path + ".readiness[" + std::to_string(j) + "]";
+        const std::string kind = r.Str(checks[j], "kind", cp);
+        if (kind != "http_ok" && kind != "models_nonempty") r.Fail(cp + ".kind", "is not http_ok or models_nonempty");
+        out.readiness.push_back(ReadinessCheck{kind == "http_ok" ? ReadinessTemplate::Kind::kHttpOk
+                                                                 : ReadinessTemplate::Kind::kModelsNonEmpty,
+                                               r.Str(checks[j], "url", cp)});
+      }
+      plan.processes.push_back(std::move(out));
+    }
+    plan.client_env = r.Env(d, "client_env", top);
+    const rapidjson::Value& mem = r.Array(d, "host_memory", top);
+    for (rapidjson::SizeType i = 0; i < mem.Size(); ++i) {
+      const std::string path = "host_memory[" + std::to_string(i) + "]";
+      PlannedHostMemory h;
+      h.name = r.Str(mem[i], "name", path);
+      const std::string per = r.Str(mem[i], "per", path);
+      h.per = per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
+              : per == "gpu"   ? HostMemoryNeed::Per::kGpu
+                               : HostMemoryNeed::Per::kStep;
+      h.bytes_each = r.Uint(mem[i], "bytes_each", path);
+      h.count = r.Int(mem[i], "count", path);
+      h.total_bytes = r.Uint(mem[i], "total_bytes", path);
+      plan.host_memory.push_back(std::move(h));
+    }
+    plan.variables = r.Env(d, "variables", top);
+  } catch (const std::runtime_error& e) {
+    return Error{e.what()};
+  }
+  return plan;
+}
+
+std::string PlanSummary(const LaunchPlan& plan) {
+  std::string s;
+  s += "recipe " + plan.recipe + ", arm " + plan.arm + ", concurrency " +
+       std::to_string(plan.conc) + (plan.eval_only ? " (eval-only)" : " (throughput)") + "\n";
+  s += "gpus " + std::to_string(plan.gpus) + ": tp " + std::to_string(plan.tp) + ", ep " +
+       std::to_string(plan.ep) + ", dp " + std::to_string(plan.dp) +
+       (plan.dp_layout == DpLayout::kRankProcess ? " (one engine process per rank)" : "") +
+       (plan.worker_numa_flags ? " (the engine places its workers: engine.numa_flags)" : "") + "; ranks:";
+  for (const auto& r : plan.ranks) {
+    s += " " + std::to_string(r.rank) + ":[";
+    for (size_t i = 0; i < r.gpus.size(); ++i) s += (i ? "," : "") + std::to_string(r.gpus[i]);
+    s += "]";
+  }
+  s += "\nports:";
+  for (const auto& [k, v] : plan.ports) s += " " + k + "=" + std::to_string(v);
+  s += "\n";
+  for (const auto& p : plan.processes) {
+    s += p.name + " (log " + p.log + "):\n  argv:";
+    for (const auto& a : p.argv) s += " " + DisplayArg(a);
+    s += "\n  env:";
+    for (const auto& [k, v] : p.env) s += " " + k + "=" + DisplayArg(v);
+    s += "\n";
+    for (const auto& r : p.readiness) {
+      s += "  ready when: GET " + r.url +
+           (r.kind == ReadinessTemplate::Kind::kHttpOk ? " answers 200" : " lists a model") + "\n";
+    }
+  }
+  s += "client env:";
+  for (const auto& [k, v] : plan.client_env) s += " " + k + "=" + DisplayArg(v);
+  s += "\n";
+  for (const auto& h : plan.host_memory) {
+    s += "host memory: " + h.name + " " + Gib(h.bytes_each) + " x " + std::to_string(h.count) +
+         " " + PerName(h.per) + " = " + Gib(h.total_bytes) + "\n";
+  }
+  return s;
+}
+
+}  // namespace ix

@@ -1,0 +1,603 @@
+#include "core/recipe/recipe.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/yaml/yaml_reader.h"
+
+namespace ix {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+bool IsUpperName(const std::string& s) {
+  if (s.empty() || !((s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool IsLowerName(const std::string& s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+  });
+}
+
+std::string Child(const std::string& field, const std::string& key) {
+  return field.empty() ? key : field + "." + key;
+}
+std::string Index(const std::string& field, size_t i) {
+  return field + "[" + std::to_string(i) + "]";
+}
+
+// Loader: turns the YAML document into a Recipe, throwing YamlError. Nodes
+// are YamlDoc ids; kNone is "not given".
+class Loader {
+ public:
+  explicit Loader(const YamlDoc& doc) : r_(doc) {}
+
+  Recipe Load(uint32_t root) {
+    r_.CheckKeys(root, "",
+                 {"schema", "name", "description", "serves", "variables", "cudagraph_capture",
+                  "host_memory", "engine", "router", "client_env", "arms"});
+    Recipe recipe;
+    recipe.file = r_.file();
+    const uint32_t schema = r_.Required(root, "", "schema");
+    if (r_.PositiveInt(schema, "schema") != kSchemaVersion) {
+      r_.Fail(schema, "schema", "unsupported schema version; allowed: " +
+                                    std::to_string(kSchemaVersion));
+    }
+    const uint32_t name = r_.Required(root, "", "name");
+    recipe.name = r_.String(name, "name");
+    if (!IsLowerName(recipe.name)) {
+      r_.Fail(name, "name", "'" + recipe.name +
+                                "' is not a recipe name (lower-case letters, digits, '-', '_', '.')");
+    }
+    if (const uint32_t d = r_.Find(root, "description"); d != kNone) {
+      recipe.description = r_.String(d, "description");
+    }
+    if (const uint32_t s = r_.Find(root, "serves"); s != kNone) {
+      r_.RequireSequence(s, "serves");
+      for (size_t i = 0; i < r_.Size(s); ++i) {
+        recipe.serves.push_back(r_.String(r_.Item(s, i), Index("serves", i)));
+      }
+    }
+    if (const uint32_t v = r_.Find(root, "variables"); v != kNone) LoadVariables(v, recipe);
+    if (const uint32_t c = r_.Find(root, "cudagraph_capture"); c != kNone) recipe.capture = LoadCapture(c);
+    if (const uint32_t h = r_.Find(root, "host_memory"); h != kNone) LoadHostMemory(h, recipe);
+    recipe.engine = LoadProcess(r_.Required(root, "", "engine"), "engine", "server.log");
+    if (const uint32_t rt = r_.Find(root, "router"); rt != kNone) {
+      recipe.router = LoadProcess(rt, "router", "router.log");
+    }
+    if (const uint32_t e = r_.Find(root, "client_env"); e != kNone) recipe.client_env = LoadEnv(e, "client_env");
+    const uint32_t arms = r_.Required(root, "", "arms");
+    r_.RequireMap(arms, "arms");
+    if (r_.Size(arms) == 0) r_.Fail(arms, "arms", "at least one arm is required");
+    std::set<std::string> arm_names;
+    const std::vector<uint32_t>& items = r_.node(arms).items;
+    for (size_t k = 0; k + 1 < items.size(); k += 2) {
+      const std::string arm_name = r_.String(items[k], "arms");
+      if (!arm_names.insert(arm_name).second) r_.Fail(items[k], Child("arms", arm_name), "given twice");
+      recipe.arms.push_back(LoadArm(arm_name, items[k], items[k + 1]));
+    }
+    for (const Arm& arm : recipe.arms) Validate(recipe, arm);
+    return recipe;
+  }
+
+ private:
+  static constexpr uint32_t kNone = YamlReader::kNone;
+
+  LocatedTemplate Tmpl(uint32_t node, const std::string& field) {
+    const std::string& source = r_.String(node, field);
+    Result<Template> t = Template::Parse(source);
+    if (!t) r_.Fail(node, field, t.error().message);
+    return LocatedTemplate{std::move(t).value(), SourceRef{r_.Where(node), field}};
+  }
+
+  void LoadVariables(uint32_t vars, Recipe& recipe) {
+    r_.RequireMap(vars, "variables");
+    std::set<std::string> seen;
+    const std::vector<uint32_t>& items = r_.node(vars).items;
+    for (size_t k = 0; k + 1 < items.size(); k += 2) {
+      const uint32_t key = items[k], def = items[k + 1];
+      RecipeVariable v;
+      v.name = r_.String(key, "variables");
+      const std::string field = Child("variables", v.name);
+      if (!IsUpperName(v.name)) {
+        r_.Fail(key, field, "variable names are upper-case letters, digits and '_'");
+      }
+      if (!seen.insert(v.name).second) r_.Fail(key, field, "given twice");
+      if (r_.IsMap(def)) {
+        r_.CheckKeys(def, field, {"value", "eval_only", "doc"});
+        v.value = r_.String(r_.Required(def, field, "value"), Child(field, "value"));
+        if (const uint32_t e = r_.Find(def, "eval_only"); e != kNone) {
+          v.eval_only_value = r_.String(e, Child(field, "eval_only"));
+        }
+        if (const uint32_t d = r_.Find(def, "doc"); d != kNone) v.doc = r_.String(d, Child(field, "doc"));
+      } else if (r_.IsNull(def)) {
+        v.value = "";
+      } else {
+        v.value = r_.String(def, field);
+      }
+      recipe.variables.push_back(std::move(v));
+    }
+  }
+
+  CaptureRule LoadCapture(uint32_t node) {
+    const std::string field = "cudagraph_capture";
+    r_.CheckKeys(node, field, {"variable", "tokens_per_request", "max"});
+    CaptureRule c;
+    const uint32_t var = r_.Required(node, field, "variable");
+    c.variable = r_.String(var, Child(field, "variable"));
+    if (!IsUpperName(c.variable)) {
+      r_.Fail(var, Child(field, "variable"), "variable names are upper-case letters, digits and '_'");
+    }
+    c.tokens_per_request = r_.PositiveInt(r_.Required(node, field, "tokens_per_request"),
+                                          Child(field, "tokens_per_request"));
+    c.max = r_.PositiveInt(r_.Required(node, field, "max"), Child(field, "max"));
+    return c;
+  }
+
+  void LoadHostMemory(uint32_t list, Recipe& recipe) {
+    r_.RequireSequence(list, "host_memory");
+    for (size_t i = 0; i < r_.Size(list); ++i) {
+      const std::string field = Index("host_memory", i);
+      const uint32_t n = r_.Item(list, i);
+      r_.CheckKeys(n, field, {"name", "per", "bytes", "pinned", "doc"});
+      HostMemoryNeed need;
+      need.name = r_.String(r_.Required(n, field, "name"), Child(field, "name"));
+      const std::string per =
+          r_.Choice(r_.Required(n, field, "per"), Child(field, "per"), {"dp_rank", "gpu", "step"});
+      need.per = per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
+                 : per == "gpu"   ? HostMemoryNeed::Per::kGpu
+                                  : HostMemoryNeed::Per::kStep;
+      need.bytes = r_.Bytes(r_.Required(n, field, "bytes"), Child(field, "bytes"));
+      if (const uint32_t p = r_.Find(n, "pinned"); p != kNone) need.pinned = r_.Bool(p, Child(field, "pinned"));
+      if (const uint32_t d = r_.Find(n, "doc"); d != kNone) need.doc = r_.String(d, Child(field, "doc"));
+      recipe.host_memory.push_back(std::move(need));
+    }
+  }
+
+  std::vector<EnvTemplate> LoadEnv(uint32_t map, const std::string& field) {
+    r_.RequireMap(map, field);
+    std::vector<EnvTemplate> env;
+    std::set<std::string> seen;
+    const std::vector<uint32_t>& items = r_.node(map).items;
+    for (size_t k = 0; k + 1 < items.size(); k += 2) {
+      const std::string name = r_.String(items[k], field);
+      const std::string f = Child(field, name);
+      if (!IsUpperName(name) && !IsLowerName(name)) r_.Fail(items[k], f, "not an environment variable name");
+      if (!seen.insert(name).second) r_.Fail(items[k], f, "given twice");
+      env.push_back(EnvTemplate{name, Tmpl(items[k + 1], f)});
+    }
+    return env;
+  }
+
+  std::vector<LocatedTemplate> LoadTemplateList(uint32_t list, const std::string& field) {
+    r_.RequireSequence(list, field);
+    std::vector<LocatedTemplate> out;
+    for (size_t i = 0; i < r_.Size(list); ++i) out.push_back(Tmpl(r_.Item(list, i), Index(field, i)));
+    return out;
+  }
+
+  // A list of strings, {per_rank: T} and (when allowed) {per_gpu: T}.
+  std::vector<ListArg> LoadListArgs(uint32_t list, const std::string& field, bool per_gpu) {
+    r_.RequireSequence(list, field);
+    std::vector<ListArg> out;
+    for (size_t i = 0; i < r_.Size(list); ++i) {
+      const std::string f = Index(field, i);
+      const uint32_t item = r_.Item(list, i);
+      ListArg a;
+      if (r_.IsMap(item)) {
+        if (per_gpu) {
+          r_.CheckKeys(item, f, {"per_rank", "per_gpu"});
+        } else {
+          r_.CheckKeys(item, f, {"per_rank"});
+        }
+        if (r_.Size(item) != 1) r_.Fail(item, f, per_gpu ? "give exactly one of per_rank, per_gpu" : "give per_rank");
+        const uint32_t rank = r_.Find(item, "per_rank");
+        a.kind = rank != kNone ? ListArg::Kind::kPerRank : ListArg::Kind::kPerGpu;
+        a.text = rank != kNone ? Tmpl(rank, Child(f, "per_rank"))
+                               : Tmpl(r_.Find(item, "per_gpu"), Child(f, "per_gpu"));
+      } else if (r_.IsScalar(item)) {
+        a.text = Tmpl(item, f);
+      } else {
+        r_.Fail(item, f, per_gpu ? "expected a string, {per_rank: TEMPLATE} or {per_gpu: TEMPLATE}"
+                                 : "expected a string or {per_rank: TEMPLATE}");
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
+  ProcessTemplate LoadProcess(uint32_t node, const std::string& field, const std::string& default_log) {
+    if (field == "engine") {
+      r_.CheckKeys(node, field, {"log", "argv", "env", "readiness", "numa_flags"});
+    } else {
+      r_.CheckKeys(node, field, {"log", "argv", "env", "readiness"});
+    }
+    ProcessTemplate p;
+    p.name = field;
+    p.log = default_log;
+    if (const uint32_t log = r_.Find(node, "log"); log != kNone) {
+      p.log = r_.String(log, Child(field, "log"));
+      if (!IsLowerName(p.log)) r_.Fail(log, Child(field, "log"), "must be a plain file name");
+    }
+    const std::string argv_field = Child(field, "argv");
+    const uint32_t argv = r_.Required(node, field, "argv");
+    r_.RequireSequence(argv, argv_field);
+    if (r_.Size(argv) == 0) r_.Fail(argv, argv_field, "must name the program to run");
+    for (size_t i = 0; i < r_.Size(argv); ++i) {
+      const std::string f = Index(argv_field, i);
+      const uint32_t item = r_.Item(argv, i);
+      ArgTemplate a;
+      a.ref = SourceRef{r_.Where(item), f};
+      const uint32_t splice = r_.Find(item, "splice");
+      if (splice != kNone) {
+        r_.CheckKeys(item, f, {"splice"});
+        a.kind = ArgTemplate::Kind::kSplice;
+        a.fragment = r_.String(splice, Child(f, "splice"));
+      } else if (r_.IsMap(item)) {
+        r_.CheckKeys(item, f, {"when", "args"});
+        a.kind = ArgTemplate::Kind::kWhen;
+        a.when = r_.String(r_.Required(item, f, "when"), Child(f, "when"));
+        a.args = LoadTemplateList(r_.Required(item, f, "args"), Child(f, "args"));
+      } else if (r_.IsScalar(item)) {
+        a.kind = ArgTemplate::Kind::kText;
+        a.text = Tmpl(item, f);
+      } else {
+        r_.Fail(item, f, "expected a string, {splice: FRAGMENT} or {when: VARIABLE, args: [...]}");
+      }
+      if (i == 0 && a.kind != ArgTemplate::Kind::kText) {
+        r_.Fail(item, f, "the first argument is the program and must be a plain string");
+      }
+      p.argv.push_back(std::move(a));
+    }
+    if (const uint32_t env = r_.Find(node, "env"); env != kNone) p.env = LoadEnv(env, Child(field, "env"));
+    if (const uint32_t nf = r_.Find(node, "numa_flags"); nf != kNone) {
+      p.numa_flags = LoadListArgs(nf, Child(field, "numa_flags"), true);
+    }
+    if (const uint32_t list = r_.Find(node, "readiness"); list != kNone) {
+      const std::string rf = Child(field, "readiness");
+      r_.RequireSequence(list, rf);
+      for (size_t i = 0; i < r_.Size(list); ++i) {
+        const std::string f = Index(rf, i);
+        const uint32_t item = r_.Item(list, i);
+        r_.CheckKeys(item, f, {"http_ok", "models_nonempty"});
+        if (r_.Size(item) != 1) r_.Fail(item, f, "give exactly one of http_ok, models_nonempty");
+        const uint32_t http_ok = r_.Find(item, "http_ok");
+        const bool ok = http_ok != kNone;
+        const uint32_t url = ok ? http_ok : r_.Find(item, "models_nonempty");
+        p.readiness.push_back(ReadinessTemplate{
+            ok ? ReadinessTemplate::Kind::kHttpOk : ReadinessTemplate::Kind::kModelsNonEmpty,
+            Tmpl(url, Child(f, ok ? "http_ok" : "models_nonempty"))});
+      }
+    }
+    return p;
+  }
+
+  Arm LoadArm(const std::string& name, uint32_t key, uint32_t node) {
+    const std::string field = Child("arms", name);
+    if (!IsLowerName(name)) r_.Fail(key, field, "arm names are lower-case letters and digits");
+    r_.CheckKeys(node, field,
+                 {"gpus", "tp", "ep", "dp", "router", "dp_layout", "rank_ports",
+                  "cudagraph_batch_multiplier", "ports", "vars", "fragments", "engine_env", "client_env"});
+    Arm arm;
+    arm.name = name;
+    arm.where = r_.Where(key);
+    arm.gpus = r_.PositiveInt(r_.Required(node, field, "gpus"), Child(field, "gpus"));
+    arm.tp = r_.PositiveInt(r_.Required(node, field, "tp"), Child(field, "tp"));
+    const uint32_t ep = r_.Required(node, field, "ep");
+    arm.ep = r_.PositiveInt(ep, Child(field, "ep"));
+    arm.dp = r_.PositiveInt(r_.Required(node, field, "dp"), Child(field, "dp"));
+    if (arm.tp * arm.dp != arm.gpus) {
+      r_.Fail(node, field, "tp x dp must equal gpus (" + std::to_string(arm.tp) + " x " +
+                               std::to_string(arm.dp) + " != " + std::to_string(arm.gpus) + ")");
+    }
+    if (arm.gpus % arm.ep != 0) {
+      r_.Fail(ep, Child(field, "ep"), "ep must divide gpus (" + std::to_string(arm.gpus) + ")");
+    }
+    if (const uint32_t router = r_.Find(node, "router"); router != kNone) {
+      arm.router = r_.Bool(router, Child(field, "router"));
+    }
+    if (const uint32_t layout = r_.Find(node, "dp_layout"); layout != kNone) {
+      arm.dp_layout = r_.Choice(layout, Child(field, "dp_layout"), {"engine", "rank-process"}) == "engine"
+                          ? DpLayout::kEngine : DpLayout::kRankProcess;
+    }
+    if (const uint32_t m = r_.Find(node, "cudagraph_batch_multiplier"); m != kNone) {
+      arm.capture_batch_multiplier = r_.PositiveInt(m, Child(field, "cudagraph_batch_multiplier"));
+    }
+    const uint32_t ports = r_.Required(node, field, "ports");
+    r_.RequireSequence(ports, Child(field, "ports"));
+    for (size_t i = 0; i < r_.Size(ports); ++i) {
+      const std::string f = Index(Child(field, "ports"), i);
+      const uint32_t item = r_.Item(ports, i);
+      const std::string& p = r_.String(item, f);
+      if (!IsUpperName(p)) r_.Fail(item, f, "port names are upper-case letters, digits and '_'");
+      if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end()) {
+        r_.Fail(item, f, "port '" + p + "' given twice");
+      }
+      arm.ports.push_back(p);
+    }
+    if (const uint32_t rank_ports = r_.Find(node, "rank_ports"); rank_ports != kNone) {
+      const std::string rf = Child(field, "rank_ports");
+      if (arm.dp_layout != DpLayout::kRankProcess) {
+        r_.Fail(rank_ports, rf, "rank ports need dp_layout: rank-process (one engine process per rank)");
+      }
+      r_.RequireSequence(rank_ports, rf);
+      for (size_t i = 0; i < r_.Size(rank_ports); ++i) {
+        const uint32_t item = r_.Item(rank_ports, i);
+        const std::string f = Index(rf, i);
+        const std::string& p = r_.String(item, f);
+        if (!IsUpperName(p)) r_.Fail(item, f, "port names are upper-case letters, digits and '_'");
+        if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end() ||
+            std::find(arm.rank_ports.begin(), arm.rank_ports.end(), p) != arm.rank_ports.end()) {
+          r_.Fail(item, f, "port '" + p + "' given twice");
+        }
+        arm.rank_ports.push_back(p);
+      }
+    }
+    if (const uint32_t vars = r_.Find(node, "vars"); vars != kNone) {
+      const std::string vf = Child(field, "vars");
+      r_.RequireMap(vars, vf);
+      std::set<std::string> seen;
+      const std::vector<uint32_t>& items = r_.node(vars).items;
+      for (size_t k = 0; k + 1 < items.size(); k += 2) {
+        const std::string v = r_.String(items[k], vf);
+        if (!IsUpperName(v)) r_.Fail(items[k], Child(vf, v), "variable names are upper-case letters, digits and '_'");
+        if (!seen.insert(v).second) r_.Fail(items[k], Child(vf, v), "given twice");
+        arm.vars.emplace_back(v, Tmpl(items[k + 1], Child(vf, v)));
+      }
+    }
+    if (const uint32_t fragments = r_.Find(node, "fragments"); fragments != kNone) {
+      const std::string ff = Child(field, "fragments");
+      r_.RequireMap(fragments, ff);
+      std::set<std::string> seen;
+      const std::vector<uint32_t>& items = r_.node(fragments).items;
+      for (size_t k = 0; k + 1 < items.size(); k += 2) {
+        const std::string f = r_.String(items[k], ff);
+        if (!seen.insert(f).second) r_.Fail(items[k], Child(ff, f), "given twice");
+        arm.fragments.emplace_back(f, r_.IsNull(items[k + 1]) ? std::vector<ListArg>{}
+                                                              : LoadListArgs(items[k + 1], Child(ff, f), false));
+      }
+    }
+    if (const uint32_t e = r_.Find(node, "engine_env"); e != kNone) arm.engine_env = LoadEnv(e, Child(field, "engine_env"));
+    if (const uint32_t e = r_.Find(node, "client_env"); e != kNone) arm.client_env = LoadEnv(e, Child(field, "client_env"));
+    return arm;
+  }
+
+  // Checks that everything `arm` renders refers only to names it has.
+  void Validate(const Recipe& recipe, const Arm& arm) {
+    const std::string field = Child("arms", arm.name);
+    // Every name, with what declared it, so collisions can be explained.
+    std::map<std::string, std::string> scope;
+    auto declare = [&](const std::string& name, const std::string& what) {
+      auto [it, inserted] = scope.emplace(name, what);
+      if (!inserted) {
+        throw YamlError(arm.where + ": arm '" + arm.name + "': '" + name + "' is both " +
+                        it->second + " and " + what + "; names must be unique");
+      }
+    };
+    for (const auto& b : BuiltinVariables()) declare(b, "a builtin variable");
+    for (const auto& v : recipe.variables) declare(v.name, "a recipe variable");
+    if (recipe.capture) declare(recipe.capture->variable, "the cudagraph_capture variable");
+    for (const auto& p : arm.ports) declare(p, "a port of the arm");
+    for (const auto& p : arm.rank_ports) declare(p, "a rank port of the arm");
+    for (const auto& [v, t] : arm.vars) declare(v, "an arm variable");
+    for (const auto& g : PerGpuVariables()) declare(g, "a per_gpu variable");
+
+    std::vector<std::string> known;
+    for (const auto& [n, what] : scope) known.push_back(n);
+    // Where a template is rendered: DP_RANK has a value only per rank, the
+    // per-GPU names only per GPU.
+    struct Context {
+      bool rank = false;
+      bool gpu = false;
+    };
+    const bool rank_engine = arm.dp_layout == DpLayout::kRankProcess;
+    auto check = [&](const LocatedTemplate& t, Context c) {
+      for (const auto& v : t.tmpl.Variables()) {
+        if (!scope.count(v)) {
+          throw YamlError(t.ref.Describe() + ": unknown variable ${" + v + "} in arm '" + arm.name +
+                          "'; declared: " + JoinNames(known));
+        }
+        if (v == "DP_RANK" && !c.rank) {
+          throw YamlError(t.ref.Describe() + ": ${DP_RANK} in arm '" + arm.name + "' has no value here; it is "
+                          "set only in the engine of a dp_layout: rank-process arm and in {per_rank: ...} items");
+        }
+        if (!c.gpu && std::find(PerGpuVariables().begin(), PerGpuVariables().end(), v) != PerGpuVariables().end()) {
+          throw YamlError(t.ref.Describe() + ": ${" + v + "} has a value only in {per_gpu: ...} items of engine.numa_flags");
+        }
+      }
+    };
+    auto check_list = [&](const std::vector<ListArg>& list, Context c) {
+      for (const ListArg& a : list) {
+        Context ac = c;
+        if (a.kind == ListArg::Kind::kPerRank) ac.rank = true;
+        if (a.kind == ListArg::Kind::kPerGpu) ac.gpu = true;
+        check(a.text, ac);
+      }
+    };
+    auto check_env = [&](const std::vector<EnvTemplate>& env, Context c) {
+      for (const auto& e : env) check(e.value, c);
+    };
+    auto fragment = [&](const std::string& name) -> const std::vector<ListArg>* {
+      for (const auto& [n, f] : arm.fragments) {
+        if (n == name) return &f;
+      }
+      return nullptr;
+    };
+    std::set<std::string> spliced;
+    auto check_process = [&](const ProcessTemplate& p, Context c) {
+      for (const ArgTemplate& a : p.argv) {
+        switch (a.kind) {
+          case ArgTemplate::Kind::kText:
+            check(a.text, c);
+            break;
+          case ArgTemplate::Kind::kSplice: {
+            const auto* f = fragment(a.fragment);
+            if (!f) {
+              throw YamlError(a.ref.Describe() + ": arm '" + arm.name + "' defines no fragment '" +
+                              a.fragment + "'; add " + field + ".fragments." + a.fragment +
+                              " (an empty list is fine)");
+            }
+            spliced.insert(a.fragment);
+            check_list(*f, c);
+            break;
+          }
+          case ArgTemplate::Kind::kWhen:
+            if (!recipe.FindVariable(a.when)) {
+              throw YamlError(a.ref.Describe() + ": 'when' names '" + a.when +
+                              "', which is not a recipe variable");
+            }
+            for (const auto& t : a.args) check(t, c);
+            break;
+        }
+      }
+      check_env(p.env, c);
+      for (const auto& r : p.readiness) check(r.url, c);
+      check_list(p.numa_flags, c);
+    };
+    check_process(recipe.engine, Context{rank_engine, false});
+    if (arm.router) {
+      if (!recipe.router) {
+        throw YamlError(arm.where + ": field '" + field + ".router': the arm uses a router but the "
+                        "recipe has no 'router' section");
+      }
+      check_process(*recipe.router, Context{});
+    }
+    for (const auto& [n, f] : arm.fragments) {
+      if (!spliced.count(n)) {
+        throw YamlError(arm.where + ": field '" + field + ".fragments." + n +
+                        "': fragment is never spliced into a command");
+      }
+    }
+    check_env(arm.engine_env, Context{rank_engine, false});
+    check_env(recipe.client_env, Context{});
+    check_env(arm.client_env, Context{});
+    for (const auto& [v, t] : arm.vars) check(t, Context{});
+
+    // Arm variables may reference each other; reject cycles now so that
+    // rendering can recurse without limits.
+    std::map<std::string, const Template*> vars;
+    for (const auto& [v, t] : arm.vars) vars[v] = &t.tmpl;
+    std::map<std::string, int> state;  // 1 = visiting, 2 = done
+    std::function<void(const std::string&, std::vector<std::string>&)> visit =
+        [&](const std::string& v, std::vector<std::string>& path) {
+          if (state[v] == 2) return;
+          path.push_back(v);
+          if (state[v] == 1) {
+            throw YamlError(arm.where + ": field '" + field + ".vars': variables refer to each other "
+                            "in a cycle: " + JoinNames(path, " -> "));
+          }
+          state[v] = 1;
+          for (const auto& ref : vars[v]->Variables()) {
+            if (vars.count(ref)) visit(ref, path);
+          }
+          state[v] = 2;
+          path.pop_back();
+        };
+    for (const auto& [v, t] : arm.vars) {
+      std::vector<std::string> path;
+      visit(v, path);
+    }
+    if (recipe.capture && arm.capture_batch_multiplier <= 0) {
+      throw YamlError(arm.where + ": cudagraph_batch_multiplier must be positive");
+    }
+  }
+
+  YamlReader r_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& BuiltinVariables() {
+  static const std::vector<std::string> kNames = {"RECIPE", "ARM", "CONC", "EVAL_ONLY", "GPUS",
+                                                  "TP",     "EP",  "DP",   "DP_RANK"};
+  return kNames;
+}
+
+const std::vector<std::string>& PerGpuVariables() {
+  static const std::vector<std::string> kNames = {"GPU_NUMA", "GPU_CPUS"};
+  return kNames;
+}
+
+const Arm* Recipe::FindArm(const std::string& arm_name) const {
+  for (const Arm& a : arms) {
+    if (a.name == arm_name) return &a;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Recipe::ArmNames() const {
+  std::vector<std::string> names;
+  for (const Arm& a : arms) names.push_back(a.name);
+  return names;
+}
+
+const RecipeVariable* Recipe::FindVariable(const std::string& var) const {
+  for (const RecipeVariable& v : variables) {
+    if (v.name == var) return &v;
+  }
+  return nullptr;
+}
+
+namespace {
+
+Result<Recipe> LoadFromRoot(const Result<YamlDoc>& doc) {
+  if (!doc) return doc.error();
+  try {
+    const YamlReader r(doc.value());
+    const uint32_t root = doc.value().root();
+    if (!r.IsMap(root)) {
+      r.Fail(root, "", "a recipe must be a YAML mapping with schema, name, engine and arms");
+    }
+    return Loader(doc.value()).Load(root);
+  } catch (const YamlError& e) {
+    return Error{e.what()};
+  }
+}
+
+}  // namespace
+
+Result<Recipe> LoadRecipeString(const std::string& text, const std::string& name) {
+  return LoadFromRoot(ParseYamlString(text, name));
+}
+
+Result<Recipe> LoadRecipeFile(const std::string& path) {
+  Result<Recipe> recipe = LoadFromRoot(ParseYamlFile(path));
+  if (!recipe) return recipe;
+  const std::string stem = std::filesystem::path(path).stem().string();
+  if (recipe.value().name != stem) {
+    return Error{path + ": field 'name': '" + recipe.value().name +
+                 "' must match the file name '" + stem + "'"};
+  }
+  return recipe;
+}
+
+std::vector<std::string> ListRecipes(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".yaml" && entry.is_regular_file(ec)) {
+      names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<Recipe> LoadRecipeByName(const std::string& dir, const std::string& name) {
+  const std::vector<std::string> available = ListRecipes(dir);
+  if (!IsLowerName(name) || std::find(available.begin(), available.end(), name) == available.end()) {
+    return Error{"unknown recipe '" + name + "' in " + dir + "; available: " +
+                 (available.empty() ? std::string("(none)") : JoinNames(available))};
+  }
+  return LoadRecipeFile((std::filesystem::path(dir) / (name + ".yaml")).string());
+}
+
+}  // namespace ix

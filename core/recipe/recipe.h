@@ -1,0 +1,180 @@
+// Recipe: how one model/SKU/framework is served, loaded from recipes/*.yaml
+// (schema in docs/RECIPES.md). A recipe holds command templates for the
+// engine and, optionally, a router; the client environment; host-memory
+// needs; and the arms (tp4, tep4, dep4, ...) that vary them.
+//
+// Invariants after a successful load: every `${NAME}` in every template an
+// arm uses names something that exists for that arm (a builtin, a recipe
+// variable, an arm variable, one of the arm's ports or the CUDA-graph capture
+// variable; DP_RANK and the per-GPU names only where they have a value);
+// every fragment the engine splices is defined by every arm; arm variables
+// do not reference themselves in a cycle; tp x dp == gpus; rank ports only
+// in rank-process arms.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/base/result.h"
+#include "core/recipe/template.h"
+
+namespace ix {
+
+// Where something was written, for messages: "file:line:col" and field path.
+struct SourceRef {
+  std::string where;
+  std::string field;
+  std::string Describe() const { return where + ": field '" + field + "'"; }
+};
+
+// A template together with where it was written.
+struct LocatedTemplate {
+  Template tmpl;
+  SourceRef ref;
+};
+
+// One element of an argv template. kText renders to exactly one argument;
+// kSplice inserts the arm's fragment of that name (zero or more arguments);
+// kWhen inserts `args` only when recipe variable `when` is non-empty.
+struct ArgTemplate {
+  enum class Kind { kText, kSplice, kWhen };
+  Kind kind = Kind::kText;
+  LocatedTemplate text;                 // kText
+  std::string fragment;                 // kSplice
+  std::string when;                     // kWhen
+  std::vector<LocatedTemplate> args;    // kWhen
+  SourceRef ref;
+};
+
+// NAME=template, in written order.
+struct EnvTemplate {
+  std::string name;
+  LocatedTemplate value;
+};
+
+// An element of a list that may repeat per rank or per GPU: kText renders
+// once; kPerRank once per DP rank (DP_RANK and the rank ports set to that
+// rank's); kPerGpu once per GPU of the step (GPU_NUMA and GPU_CPUS set to
+// that GPU's placement; engine.numa_flags only).
+struct ListArg {
+  enum class Kind { kText, kPerRank, kPerGpu };
+  Kind kind = Kind::kText;
+  LocatedTemplate text;
+};
+
+// A readiness check: an HTTP GET that must answer 200 (kHttpOk), or answer
+// 200 with an OpenAI model list holding at least one model (kModelsNonEmpty).
+struct ReadinessTemplate {
+  enum class Kind { kHttpOk, kModelsNonEmpty };
+  Kind kind;
+  LocatedTemplate url;
+};
+
+// A process the step runs (the engine, the router).
+struct ProcessTemplate {
+  std::string name;
+  std::string log;  // file name in the step's result directory
+  std::vector<ArgTemplate> argv;
+  std::vector<EnvTemplate> env;
+  std::vector<ReadinessTemplate> readiness;
+  // engine only: flags that let one engine process place each of its GPU
+  // workers on the GPU's NUMA node (vLLM's --numa-bind-nodes ...). Appended
+  // at step time when the ranks of a single engine process span NUMA nodes.
+  std::vector<ListArg> numa_flags;
+};
+
+// A recipe variable: a default, an optional eval-only value, and whether
+// `--set NAME=VALUE` may override it. Values are literal (no references).
+struct RecipeVariable {
+  std::string name;
+  std::string value;
+  std::optional<std::string> eval_only_value;
+  std::string doc;
+};
+
+// The CUDA-graph capture size rule: per-rank batch = CONC x multiplier / DP
+// (must be whole), capture = smallest power of two >= batch x
+// tokens_per_request, capped at `max`. The multiplier is per arm.
+struct CaptureRule {
+  std::string variable;
+  int64_t tokens_per_request = 1;
+  int64_t max = 0;
+};
+
+// Host DRAM a step needs, per DP rank, per GPU or once per step. Pinned
+// memory (registered with CUDA, e.g. Engram's offloaded tables) counts
+// against RLIMIT_MEMLOCK, so the plugin raises that limit for it.
+struct HostMemoryNeed {
+  enum class Per { kDpRank, kGpu, kStep };
+  std::string name;
+  Per per = Per::kStep;
+  uint64_t bytes = 0;
+  bool pinned = false;
+  std::string doc;
+};
+const char* PerName(HostMemoryNeed::Per per);
+
+// How the DP ranks of an arm run: kEngine, one engine process serving all
+// ranks (vllm serve --data-parallel-size N; the InferenceX layout); or
+// kRankProcess, one engine process per rank (vLLM external load balancing:
+// --data-parallel-rank r, each on its own port, each bound to its GPU's
+// NUMA node).
+enum class DpLayout { kEngine, kRankProcess };
+const char* DpLayoutName(DpLayout layout);
+
+// An arm: one parallelism layout.
+struct Arm {
+  std::string name;
+  int64_t gpus = 0, tp = 0, ep = 0, dp = 0;
+  bool router = false;
+  DpLayout dp_layout = DpLayout::kEngine;
+  // rank-process: ports leased once per rank; in a rank's engine (and in
+  // per_rank items) the name is that rank's port, elsewhere rank 0's.
+  std::vector<std::string> rank_ports;
+  int64_t capture_batch_multiplier = 1;
+  std::vector<std::string> ports;  // leased, in order
+  std::vector<std::pair<std::string, LocatedTemplate>> vars;
+  std::vector<std::pair<std::string, std::vector<ListArg>>> fragments;
+  std::vector<EnvTemplate> engine_env;  // added to (or replacing) the engine's
+  std::vector<EnvTemplate> client_env;  // added to (or replacing) the client's
+  std::string where;
+};
+
+struct Recipe {
+  std::string file;
+  std::string name;
+  std::string description;
+  std::vector<std::string> serves;  // InferenceX config keys this recipe runs
+  std::vector<RecipeVariable> variables;
+  std::optional<CaptureRule> capture;
+  std::vector<HostMemoryNeed> host_memory;
+  ProcessTemplate engine;
+  std::optional<ProcessTemplate> router;
+  std::vector<EnvTemplate> client_env;
+  std::vector<Arm> arms;
+
+  const Arm* FindArm(const std::string& name) const;
+  std::vector<std::string> ArmNames() const;
+  const RecipeVariable* FindVariable(const std::string& name) const;
+};
+
+// Names every arm can use without declaring them. DP_RANK is the rank of
+// the process being rendered (rank-process engines, per_rank items); "0"
+// elsewhere is never rendered: the loader rejects DP_RANK there.
+const std::vector<std::string>& BuiltinVariables();
+// The names a per_gpu item of engine.numa_flags renders against: the GPU's
+// NUMA node and its CPU share in list syntax ("0-15,64-79").
+const std::vector<std::string>& PerGpuVariables();
+
+Result<Recipe> LoadRecipeFile(const std::string& path);
+Result<Recipe> LoadRecipeString(const std::string& text, const std::string& name);
+
+// Recipe names available in `dir` (file stems of *.yaml), sorted.
+std::vector<std::string> ListRecipes(const std::string& dir);
+// Loads `<dir>/<name>.yaml`; an unknown or malformed name lists the choices.
+Result<Recipe> LoadRecipeByName(const std::string& dir, const std::string& name);
+
+}  // namespace ix

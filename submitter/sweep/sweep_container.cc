@@ -1,0 +1,89 @@
+#include "submitter/sweep/sweep_container.h"
+
+#include <filesystem>
+#include <set>
+
+namespace ix {
+
+bool PathExistsOnDisk(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+Result<std::vector<std::string>> ImagesOfKeys(const MasterConfig& config, const std::vector<std::string>& keys) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const std::string& key : keys) {
+    const ConfigEntry* c = config.Find(key);
+    if (!c || !seen.insert(c->image).second) continue;
+    if (Result<ImageRef> ref = ParseImageRef(c->image); !ref) {
+      return Error{c->Where() + ": " + key + ": field 'image': " + ref.error().message};
+    }
+    out.push_back(c->image);
+  }
+  return out;
+}
+
+Status CheckSweepContainers(const SweepManifest& m, const MasterConfig& config) {
+  std::vector<std::string> keys;
+  for (const PlannedEntry& e : m.plan.entries) keys.push_back(e.config_key);
+  if (Result<std::vector<std::string>> images = ImagesOfKeys(config, keys); !images) return images.error();
+  if (Status s = CheckMountPath("--sweep-dir", m.sweep_dir); !s) return s;
+  if (!m.container.model_dir.empty()) {
+    if (Status s = CheckMountPath("--model-dir", m.container.model_dir); !s) return s;
+  }
+  std::set<std::string> checked;
+  for (const PlannedEntry& e : m.plan.entries) {
+    if (e.model_path.empty() || e.model_path[0] != '/' || !checked.insert(e.recipe + "\n" + e.model_path).second) {
+      continue;
+    }
+    const std::string what = "recipe " + e.recipe + ": variable MODEL_PATH";
+    if (m.container.model_dir.empty()) {
+      if (Status s = CheckMountPath(what, e.model_path); !s) return s;
+      continue;
+    }
+    const std::filesystem::path rel =
+        std::filesystem::path(e.model_path).lexically_normal().lexically_relative(m.container.model_dir);
+    if (rel.empty() || *rel.begin() == "..") {
+      return Error{what + " '" + e.model_path + "' is not inside --model-dir " + m.container.model_dir +
+                   ": the engine reads its checkpoint at MODEL_PATH inside the container, where only the model "
+                   "directory is mounted; give a --model-dir that holds it"};
+    }
+  }
+  return Ok{};
+}
+
+std::vector<std::string> DescribeImages(const SweepManifest& m, const PathExists& exists) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const PlannedEntry& e : m.plan.entries) {
+    if (e.image.empty() || !seen.insert(e.image).second) continue;
+    if (m.container.squash_dir.empty()) {
+      out.push_back("image " + e.image + ": no --squash-dir; Pyxis imports it on each node");
+    } else if (exists(SquashPath(m.container.squash_dir, e.image))) {
+      out.push_back("image " + e.image + ": " + SquashPath(m.container.squash_dir, e.image));
+    } else {
+      out.push_back("image " + e.image + ": " + SquashPath(m.container.squash_dir, e.image) +
+                    " is missing, so Pyxis imports the image on each node; `ixsubmit images import --squash-dir " +
+                    m.container.squash_dir + " " + e.image + "` imports it once");
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists) {
+  std::vector<std::string> argv = {"srun", "--ntasks=1", "--gres=gpu:" + std::to_string(e.gpus)};
+  if (m.container.enabled && !e.image.empty()) {
+    for (std::string& a : ContainerSrunArgs(m.container, e.image, e.model_path, ResultDir(m, e.index), exists)) {
+      argv.push_back(std::move(a));
+    }
+  }
+  argv.push_back("--inferencex-recipe=" + e.recipe);
+  argv.push_back("--inferencex-arm=" + e.arm);
+  argv.push_back("--inferencex-conc=" + std::to_string(e.conc));
+  if (e.eval_only) argv.push_back("--inferencex-eval-only");
+  argv.insert(argv.end(), m.client.begin(), m.client.end());
+  return argv;
+}
+
+}  // namespace ix

@@ -1,0 +1,55 @@
+#include "submitter/sweep/sweep_db.h"
+
+#include <sys/vfs.h>
+
+#include <filesystem>
+
+#include "submitter/sweep/sweep_store.h"
+
+namespace ix {
+
+Result<DbPathChoice> ChooseDbPath(const std::optional<std::string>& db, const std::vector<std::string>& env,
+                                  bool (*exists)(const std::string&)) {
+  if (db) return DbPathChoice{*db, ""};
+  Result<std::string> fresh = DefaultDbPath(env);
+  const std::optional<std::string> legacy = LegacyDbPath(env);
+  // Sweeps recorded by an earlier build stay resumable where they are.
+  if (legacy && !(fresh && exists(fresh.value())) && exists(*legacy)) {
+    return DbPathChoice{*legacy, "using the existing sweep database " + *legacy + " (the default is now " +
+                                     (fresh ? fresh.value() : std::string("$XDG_STATE_HOME/inferencex/ix.db")) +
+                                     "; move it there, or pass --db)"};
+  }
+  if (!fresh) return fresh.error();
+  return DbPathChoice{fresh.value(), ""};
+}
+
+std::optional<std::string> NetworkFsName(long f_type) {
+  // Magic numbers from linux/magic.h and the file systems' own headers.
+  switch (static_cast<unsigned long>(f_type) & 0xffffffffUL) {
+    case 0x6969: return "NFS";
+    case 0xff534d42: return "CIFS";
+    case 0xfe534d42: return "SMB2";
+    case 0x517b: return "SMB";
+    case 0x0bd00bd0: return "Lustre";
+    case 0x47504653: return "GPFS";
+    case 0x19830326: return "BeeGFS";
+    case 0x00c36400: return "CephFS";
+    case 0x65735546: return "FUSE";  // sshfs and the like; also some local ones, but better said
+    case 0x564c: return "NCP";
+    case 0x6b414653: return "AFS";
+    default: return std::nullopt;
+  }
+}
+
+std::optional<std::string> NetworkFsOf(const std::string& path) {
+  std::filesystem::path p = std::filesystem::path(path);
+  std::error_code ec;
+  // The database and its directory may not exist yet: the nearest parent that does.
+  while (!p.empty() && !std::filesystem::exists(p, ec)) p = p.parent_path();
+  if (p.empty()) p = ".";
+  struct statfs st {};
+  if (::statfs(p.c_str(), &st) != 0) return std::nullopt;
+  return NetworkFsName(static_cast<long>(st.f_type));
+}
+
+}  // namespace ix

@@ -1,0 +1,62 @@
+// SweepFiles: the sweep directory, which holds everything a sweep's jobs
+// need and leave behind: sweep.json (the plan: entries with recipe, arm,
+// concurrency and image, the client command, fail-fast, the sbatch and
+// container settings), one batch script per job,
+// logs/ (Slurm's %x_%A_%a output files) and results/INDEX/ (each entry's
+// step results, status.json). The array tasks read sweep.json by
+// SLURM_ARRAY_TASK_ID, so the sweep directory must be on a file system the
+// compute nodes share.
+//
+// Invariants: paths are absolute; a script only execs `ixsubmit task` with
+// quoted fixed arguments (no user text reaches a shell unquoted).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/base/result.h"
+#include "submitter/sweep/container_args.h"
+#include "submitter/sweep/sweep_plan.h"
+
+namespace ix {
+
+// What sbatch gets besides the plan.
+struct SubmitSettings {
+  std::string partition, account, time_limit;  // "" = the cluster's default
+  bool exclusive = false;
+  int64_t throttle = 4;  // --array=...%throttle; 0 = no limit
+};
+
+struct SweepManifest {
+  std::string sweep_id;
+  std::string sweep_dir;
+  std::string ixsubmit;  // the program the scripts exec
+  std::string recipe_dir;
+  bool fail_fast = false;
+  bool dry_run = false;  // written by --dry-run: nothing reads it, a real sweep may take the directory
+  std::vector<std::string> client;  // the step's client argv
+  SubmitSettings settings;          // kept, so a resumed submitter submits the same way
+  ContainerSettings container;      // what every task's step runs in; kept the same way
+  SweepPlan plan;
+};
+
+std::string ScriptPath(const SweepManifest& m, const PlannedJob& job);
+std::string ResultDir(const SweepManifest& m, int64_t index);
+// `ix-SWEEP-BUCKET-KEY`: unique per sweep, so a resumed submitter can find
+// a job it submitted by name.
+std::string JobName(const SweepManifest& m, const PlannedJob& job);
+
+// Writes sweep.json, the scripts and the logs/ and results/ directories.
+Status WriteSweepFiles(const SweepManifest& m);
+// Reads `sweep_dir`/sweep.json.
+Result<SweepManifest> ReadSweepManifest(const std::string& sweep_dir);
+// The same from the text of a sweep.json; `where` names it in errors.
+Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::string& where);
+
+// sbatch's arguments for one job (without --parsable and the script), the
+// dependency given as the canary's job id (0 = none; < 0 = a placeholder,
+// for --dry-run).
+std::vector<std::string> SbatchArgs(const SweepManifest& m, const PlannedJob& job, const SubmitSettings& s,
+                                    int64_t depends_on_job_id);
+
+}  // namespace ix

@@ -1,0 +1,174 @@
+#include "submitter/sweep/sweep_task.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "core/base/file_text.h"
+#include "core/process/process.h"
+#include "submitter/sweep/slurm_cli.h"
+#include "submitter/sweep/sweep_container.h"
+#include "submitter/sweep/sweep_files.h"
+
+namespace ix {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void WriteStatus(const std::string& dir, const std::string& sweep, const std::string& state, const std::string& task,
+                 double started, double ended, int exit_code, const std::string& reason, const std::string& process) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("sweep"); w.String(sweep.c_str());  // so a later sweep in this directory never reads it as its own
+  w.Key("state"); w.String(state.c_str());
+  w.Key("task"); w.String(task.c_str());
+  w.Key("started_at"); w.Double(started);
+  if (ended > 0) {
+    w.Key("ended_at"); w.Double(ended);
+    w.Key("exit_code"); w.Int(exit_code);
+  }
+  if (!reason.empty()) {
+    w.Key("failure_reason"); w.String(reason.c_str());
+    w.Key("failure_process"); w.String(process.c_str());
+  }
+  w.EndObject();
+  if (Status s = WriteFileAtomic(dir + "/status.json", std::string(buf.GetString()) + "\n"); !s) {
+    std::fprintf(stderr, "ixsubmit task: %s\n", s.error().message.c_str());
+  }
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+std::optional<TaskStatus> ReadTaskStatus(const std::string& dir, const std::string& sweep_id) {
+  int err = 0;
+  const std::string text = ReadFileText(dir + "/status.json", &err);
+  if (err) return std::nullopt;
+  rapidjson::Document d;
+  d.Parse(text.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("state") || !d["state"].IsString()) return std::nullopt;
+  // Left by an earlier sweep in a reused directory (or one written before
+  // the sweep id was kept): not this sweep's outcome.
+  if (!d.HasMember("sweep") || !d["sweep"].IsString() || sweep_id != d["sweep"].GetString()) return std::nullopt;
+  TaskStatus s;
+  s.state = d["state"].GetString();
+  if (d.HasMember("started_at") && d["started_at"].IsNumber()) s.started = d["started_at"].GetDouble();
+  if (d.HasMember("ended_at") && d["ended_at"].IsNumber()) s.ended = d["ended_at"].GetDouble();
+  if (d.HasMember("exit_code") && d["exit_code"].IsInt64()) s.exit_code = d["exit_code"].GetInt64();
+  if (d.HasMember("failure_reason") && d["failure_reason"].IsString()) s.reason = d["failure_reason"].GetString();
+  if (d.HasMember("failure_process") && d["failure_process"].IsString()) s.process = d["failure_process"].GetString();
+  return s;
+}
+
+int RunTaskCommand(const std::vector<std::string>& args) {
+  std::string dir, key;
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    if (args[i] == "--sweep-dir") dir = args[i + 1];
+    else if (args[i] == "--job") key = args[i + 1];
+    else return std::cerr << "ixsubmit task: unknown argument " << args[i] << "\n", 2;
+  }
+  if (dir.empty() || key.empty()) {
+    std::cerr << "Usage: ixsubmit task --sweep-dir DIR --job KEY\n"
+                 "Runs one entry of a sweep inside its Slurm job (the sweep's batch scripts call it).\n";
+    return 2;
+  }
+  Result<SweepManifest> m = ReadSweepManifest(dir);
+  if (!m) return std::cerr << "ixsubmit task: " << m.error().message << "\n", 1;
+  const PlannedJob* job = nullptr;
+  for (const PlannedJob& j : m.value().plan.jobs) {
+    if (j.key == key) job = &j;
+  }
+  if (!job) return std::cerr << "ixsubmit task: " << dir << "/sweep.json has no job '" << key << "'\n", 1;
+  const std::string task_env = Env("SLURM_ARRAY_TASK_ID");
+  const size_t ai = task_env.empty() ? 0 : static_cast<size_t>(std::strtoul(task_env.c_str(), nullptr, 10));
+  if (ai >= job->entries.size()) {
+    std::cerr << "ixsubmit task: SLURM_ARRAY_TASK_ID=" << task_env << " is outside job " << key << " (0-"
+              << job->entries.size() - 1 << ")\n";
+    return 1;
+  }
+  const PlannedEntry& e = m.value().plan.entries[static_cast<size_t>(job->entries[ai])];
+  const std::string array_job = Env("SLURM_ARRAY_JOB_ID");
+  const std::string task = array_job.empty() ? Env("SLURM_JOB_ID") : array_job + "_" + task_env;
+  const std::string rdir = ResultDir(m.value(), e.index);
+  ::mkdir(rdir.c_str(), 0755);
+  const double started = Now();
+  WriteStatus(rdir, m.value().sweep_id, "running", task, started, 0, 0, "", "");
+  std::printf("ixsubmit task: entry %lld: %s %s conc %lld (%s), results in %s\n", static_cast<long long>(e.index),
+              e.config_key.c_str(), e.arm.c_str(), static_cast<long long>(e.conc), e.recipe.c_str(), rdir.c_str());
+  std::fflush(stdout);
+
+  // The squash file is looked for here, on the node, when the step starts:
+  // one imported after the sweep was submitted is used too.
+  const std::vector<std::string> argv = StepSrunArgv(m.value(), e, PathExistsOnDisk);
+  for (const std::string& a : argv) {
+    if (a.rfind("--container-image=", 0) == 0) std::printf("ixsubmit task: container image %s\n", a.c_str() + 18);
+  }
+  std::fflush(stdout);
+  SpawnSpec spec;
+  spec.name = "srun";
+  spec.argv = argv;
+  spec.env = BuildEnvironment(CurrentEnvironment(), {{"IX_RESULT_DIR", rdir}});
+  spec.log_path = rdir + "/step.log";
+  Result<SpawnedProcess> p = Spawn(spec);
+  int code = 127;
+  std::string reason, process;
+  if (!p) {
+    reason = p.error().message;
+  } else {
+    int st = 0;
+    while (::waitpid(p.value().id.pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  if (code != 0 && reason.empty()) {
+    int err = 0;
+    const std::string f = ReadFileText(rdir + "/failure.json", &err);
+    rapidjson::Document d;
+    if (!err) d.Parse(f.c_str());
+    if (!err && !d.HasParseError() && d.IsObject() && d.HasMember("reason") && d["reason"].IsString()) {
+      reason = d["reason"].GetString();
+      process = d.HasMember("process") && d["process"].IsString() ? d["process"].GetString() : "";
+    } else {
+      reason = "srun exited with status " + std::to_string(code) + " (see " + rdir + "/step.log)";
+    }
+  }
+  WriteStatus(rdir, m.value().sweep_id, code == 0 ? "succeeded" : "failed", task, started, Now(), code, reason, process);
+  std::printf("ixsubmit task: entry %lld %s%s%s\n", static_cast<long long>(e.index),
+              code == 0 ? "succeeded" : "failed: ", code == 0 ? "" : reason.c_str(), "");
+  std::fflush(stdout);
+  if (code != 0 && m.value().fail_fast && !job->canary && !array_job.empty()) {
+    // Fail fast within the bucket: the rest of this array, never this task
+    // (its own FAILED state is the record of why).
+    RealSlurmCli cli(CurrentEnvironment());
+    const int64_t id = std::strtoll(array_job.c_str(), nullptr, 10);
+    if (Status s = cli.Cancel({array_job}, SlurmState::kPending); !s) std::fprintf(stderr, "%s\n", s.error().message.c_str());
+    Result<std::vector<QueueTask>> q = cli.Queue({id});
+    std::vector<std::string> others;
+    if (q) {
+      for (const QueueTask& t : q.value()) {
+        if (t.id.ToString() != task && !Final(t.state)) others.push_back(t.id.ToString());
+      }
+    }
+    if (!others.empty()) (void)cli.Cancel(others);
+    std::printf("ixsubmit task: fail-fast: cancelled the rest of array %s\n", array_job.c_str());
+  }
+  return code == 0 ? 0 : 1;
+}
+
+}  // namespace ix
