@@ -460,50 +460,7 @@ Result<SpawnedProcess> SpawnChecked(const SpawnSpec& spec) {
 
 // ---- /proc ------------------------------------------------------------------
 
-bool ParseUnsigned(std::string_view s, uint64_t& out) {
-  if (s.empty() || s.size() > 20) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  out = v;
-  return true;
-}
 
-bool ParseSigned(std::string_view s, int64_t& out) {
-  bool neg = !s.empty() && s[0] == '-';
-  uint64_t v = 0;
-  if (!ParseUnsigned(neg ? s.substr(1) : s, v)) return false;
-  out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-  return true;
-}
-
-// Reads a small /proc file in one go; "" with *err set on failure.
-// `path` is relative to /proc (ProcDirFd), e.g. "12/stat".
-std::string ReadSmall(const char* path, int* err) {
-  const int fd = ::openat(ProcDirFd(), path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *err = errno;
-    return {};
-  }
-  char buf[4096];
-  std::string out;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *err = errno;
-      ::close(fd);
-      return {};
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  *err = 0;
-  return out;
-}
 
 bool Contains(const std::vector<ProcessInfo>& v, const ProcessId& id) {
   return std::any_of(v.begin(), v.end(), [&](const ProcessInfo& p) { return p.id() == id; });
@@ -681,90 +638,6 @@ Result<SpawnedProcess> Spawn(const SpawnSpec& spec) {
 
 // ---- the process tree -------------------------------------------------------
 
-Result<ProcessInfo> ParseProcStat(std::string_view text, const std::string& where) {
-  // "PID (COMM) STATE PPID PGRP SESSION ...": COMM may hold spaces and
-  // parentheses, so it ends at the last ')'.
-  const size_t open = text.find('(');
-  const size_t close = text.rfind(')');
-  auto bad = [&](const std::string& what) { return Error{where + ": " + what}; };
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
-    return bad("expected 'PID (COMM) STATE ...'");
-  }
-  ProcessInfo p;
-  int64_t v = 0;
-  std::string_view pid_text = text.substr(0, open);
-  while (!pid_text.empty() && pid_text.back() == ' ') pid_text.remove_suffix(1);
-  if (!ParseSigned(pid_text, v)) return bad("bad pid '" + std::string(pid_text) + "'");
-  p.pid = static_cast<pid_t>(v);
-  p.comm = std::string(text.substr(open + 1, close - open - 1));
-  std::array<std::string_view, 20> f;  // f[0] is field 3 (state)
-  size_t fields = 0;
-  size_t pos = close + 1;
-  while (pos < text.size() && fields < f.size()) {
-    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\n')) ++pos;
-    size_t end = pos;
-    while (end < text.size() && text[end] != ' ' && text[end] != '\n') ++end;
-    if (end > pos) f[fields++] = text.substr(pos, end - pos);
-    pos = end;
-  }
-  if (fields < f.size()) return bad("too few fields (" + std::to_string(fields + 2) + ", need 22)");
-  if (f[0].size() != 1) return bad("bad state '" + std::string(f[0]) + "'");
-  p.state = f[0][0];
-  int64_t ppid = 0, pgid = 0, sid = 0;
-  if (!ParseSigned(f[1], ppid) || !ParseSigned(f[2], pgid) || !ParseSigned(f[3], sid)) {
-    return bad("bad ppid/pgrp/session fields");
-  }
-  p.ppid = static_cast<pid_t>(ppid);
-  p.pgid = static_cast<pid_t>(pgid);
-  p.sid = static_cast<pid_t>(sid);
-  if (!ParseUnsigned(f[19], p.start_time)) return bad("bad start time '" + std::string(f[19]) + "'");
-  return p;
-}
-
-Result<ProcessInfo> ReadProcessInfo(pid_t pid) {
-  char path[32];
-  std::snprintf(path, sizeof path, "%d/stat", static_cast<int>(pid));
-  int err = 0;
-  const std::string text = ReadSmall(path, &err);
-  const std::string where = "/proc/" + std::string(path);
-  if (err != 0) return Error{where + ": " + Errno(err)};
-  return ParseProcStat(text, where);
-}
-
-Result<std::vector<ProcessInfo>> ListProcesses() {
-  // Watching and stopping a step scan /proc often: one stack buffer and
-  // openat per process, no allocation but the result's.
-  const int list_fd = ::openat(ProcDirFd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR* dir = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
-  if (!dir) {
-    const int e = errno;
-    if (list_fd >= 0) ::close(list_fd);
-    return Error{"cannot list /proc: " + Errno(e)};
-  }
-  static const std::string kWhere = "/proc/PID/stat";
-  std::vector<ProcessInfo> out;
-  out.reserve(256);
-  char path[40];
-  char buf[1024];
-  while (dirent* e = ::readdir(dir)) {
-    uint64_t pid = 0;
-    if (!ParseUnsigned(e->d_name, pid) || pid == 0) continue;
-    std::snprintf(path, sizeof path, "%s/stat", e->d_name);
-    const int fd = ::openat(::dirfd(dir), path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;  // it has just gone
-    ssize_t n;
-    do {
-      n = ::read(fd, buf, sizeof buf);
-    } while (n < 0 && errno == EINTR);
-    ::close(fd);
-    Result<ProcessInfo> p = n > 0 && static_cast<size_t>(n) < sizeof buf
-                                ? ParseProcStat(std::string_view(buf, static_cast<size_t>(n)), kWhere)
-                                : ReadProcessInfo(static_cast<pid_t>(pid));  // a longer line: read it whole
-    if (p) out.push_back(std::move(p).value());
-  }
-  ::closedir(dir);
-  return out;
-}
 
 std::vector<ProcessInfo> DescendantsIn(const std::vector<ProcessInfo>& table, pid_t root) {
   std::vector<ProcessInfo> out;

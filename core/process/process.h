@@ -25,7 +25,7 @@
 
 #include "core/node/binding.h"
 #include "core/recipe/launch_plan.h"
-#include "core/base/proc_fs.h"
+#include "core/base/proc_fs.h"  // ProcessId, ProcessInfo, ListProcesses
 #include "core/base/result.h"
 
 namespace ix {
@@ -70,14 +70,6 @@ struct SpawnSpec {
   int parent_death_signal = 0;       // e.g. SIGKILL: PR_SET_PDEATHSIG; 0 = off
 };
 
-// A process identity that survives pid reuse: two ProcessIds name the same
-// process exactly when both fields are equal. start_time is never 0 for an
-// identity read from /proc.
-struct ProcessId {
-  pid_t pid = 0;
-  uint64_t start_time = 0;  // /proc/PID/stat field 22, clock ticks since boot
-  bool operator==(const ProcessId&) const = default;
-};
 
 // A started process. It leads its own process group (pgid == id.pid) and
 // is a child of the caller until someone reaps it.
@@ -102,23 +94,6 @@ Result<SpawnedProcess> Spawn(const SpawnSpec& spec);
 
 // Every function here reads /proc through ProcDirFd() (core/base/proc_fs.h).
 
-// A process as one read of /proc/PID/stat saw it.
-struct ProcessInfo {
-  pid_t pid = 0, ppid = 0, pgid = 0, sid = 0;
-  char state = '?';      // R S D Z T t X I ...
-  std::string comm;      // at most 15 characters, may hold spaces and ')'
-  uint64_t start_time = 0;
-  ProcessId id() const { return {pid, start_time}; }
-  // A zombie has exited: it only waits to be reaped.
-  bool exited() const { return state == 'Z' || state == 'X'; }
-};
-
-// Parses the text of /proc/PID/stat. `where` names it in errors.
-Result<ProcessInfo> ParseProcStat(std::string_view text, const std::string& where);
-// Reads /proc/PID/stat; an Error when the process is gone.
-Result<ProcessInfo> ReadProcessInfo(pid_t pid);
-// Every process on the machine (one pass over /proc).
-Result<std::vector<ProcessInfo>> ListProcesses();
 // The descendants of `root` in `table` by parent pid, breadth first
 // (children before grandchildren), `root` itself excluded. Pure.
 std::vector<ProcessInfo> DescendantsIn(const std::vector<ProcessInfo>& table, pid_t root);
