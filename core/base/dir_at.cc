@@ -1,5 +1,7 @@
 #include "core/base/dir_at.h"
 
+#include "core/base/paths.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -59,13 +61,7 @@ Status EmptyDir(int fd, dev_t dev, const std::string& where, size_t& budget) {
 
 Result<int> OpenOwnedDir(const std::string& dir, mode_t mode, const std::string& what) {
   if (dir.empty() || dir[0] != '/') return Error{what + " '" + dir + "': must be an absolute path"};
-  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
-    const std::string part = dir.substr(0, slash);
-    if (::mkdir(part.c_str(), slash == std::string::npos ? mode : 0755) != 0 && errno != EEXIST) {
-      return Error{what + " " + dir + ": cannot create " + part + ": " + Errno(errno)};
-    }
-    if (slash == std::string::npos) break;
-  }
+  if (Status made = MakeDirs(dir, mode, 0755, what); !made) return made.error();
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return Error{what + " " + dir + ": " + Errno(errno)};
   struct stat st{};
