@@ -3,8 +3,11 @@
 
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <thread>
 
 namespace ix::test {
 
@@ -27,5 +30,16 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Polls `done` every millisecond until it is true (true) or `limit` has
+// passed (false, after one last look).
+inline bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
 
 }  // namespace ix::test
