@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: installs every dependency, builds, and runs every test: the unit
-# tests (also under AddressSanitizer and UBSan) and the integration tests on
+# tests (also under AddressSanitizer and UBSan, built with clang where the
+# first build is GCC's) and the integration tests on
 # a real local Slurm cluster, which CTest starts and stops itself. Run as
 # root on Debian 12. Exit status 0 only when everything passed.
 set -euo pipefail
@@ -12,8 +13,8 @@ step "bootstrap (Debian packages)"
 scripts/bootstrap.sh
 step "build"
 scripts/build.sh "$repo/build"
-step "build with -fsanitize=address,undefined"
-scripts/build.sh "$repo/build-asan" -DIX_SANITIZE=ON
+step "build with clang and -fsanitize=address,undefined"
+scripts/build.sh "$repo/build-asan" -DIX_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++
 
 logs=$repo/build/test-logs
 mkdir -p "$logs"

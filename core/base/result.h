@@ -1,4 +1,4 @@
-// Result<T>: a value or an Error, the way every ixcore function reports
+// Result<T>: a value or an Error, the way every library function reports
 // failure. Errors are values with context ("file:line:col: field: what,
 // expected ..."), never exceptions across module boundaries and never silent
 // defaults. Invariant: exactly one of value()/error() is valid.
