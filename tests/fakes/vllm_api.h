@@ -1,0 +1,48 @@
+// The fake engine's HTTP API once it is ready (tests/fakes/README.md,
+// "Endpoints"): /health, /ping, /version, /v1/models, /metrics and the
+// OpenAI completions, each request served by one data-parallel rank, and the
+// access log. Holds the per-rank counters behind /metrics.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "http_server.h"
+#include "vllm_args.h"
+#include "vllm_metrics.h"
+#include "vllm_responses.h"
+
+namespace ixfake::vllm {
+
+// The API server's state. Invariant: stats_ has exactly one entry per local
+// rank; a request counts as running in it from the parsed request to the
+// last byte sent (or the stream's abort).
+class Engine {
+ public:
+  explicit Engine(Config cfg);
+
+  const Config& cfg() const { return cfg_; }
+  // FAKE_VLLM_HANG_AFTER_S: once true, every request blocks forever.
+  std::atomic<bool> hang{false};
+
+  // Routes, the hang check, the error bodies and the access log.
+  void install(http::Server& svr);
+
+ private:
+  static void json_error(http::Response& res, int status, const std::string& message, const char* type);
+  bool resolve_rank(const http::Request& req, int& rank, std::string& error) const;
+  bool read_request(const http::Request& req, http::Response& res, Call& c, bool& stream);
+  void completion(const http::Request& req, http::Response& res, bool chat);
+  void stream(http::Response& res, const Call& c);
+  bool send_stream(const Call& call, http::DataSink& sink, double& ttft);
+  void finish_stats(const Call& c, double ttft, bool ok);
+
+  Config cfg_;
+  std::mutex stats_mutex_;
+  std::map<int, RankStats> stats_;  // guarded by stats_mutex_
+  std::atomic<unsigned long long> next_id_{1};
+};
+
+}  // namespace ixfake::vllm

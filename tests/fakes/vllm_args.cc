@@ -1,0 +1,185 @@
+#include "vllm_args.h"
+
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <string_view>
+
+#include "fake_common.h"
+
+namespace ixfake::vllm {
+namespace {
+
+constexpr const char* kHelpLine = "usage: vllm serve MODEL [flags...]   (fake vLLM for tests; see tests/fakes/README.md)\n";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr,
+               "usage: vllm serve [model_tag] [options]\n"
+               "vllm serve: error: %s\n",
+               message.c_str());
+  std::exit(2);
+}
+
+// The single value of a flag, or nullopt when absent; a flag given without
+// a value is an argparse error.
+std::optional<std::string> flag_value(const LooseArgs& args, std::string_view name) {
+  const auto* f = args.last(name);
+  if (f == nullptr) return std::nullopt;
+  if (f->values.empty()) usage_error("argument " + std::string(name) + ": expected one argument");
+  return f->values.front();
+}
+
+std::optional<int> int_flag(const LooseArgs& args, std::initializer_list<const char*> names, long long min,
+                            long long max) {
+  for (const char* name : names) {
+    if (auto v = flag_value(args, name)) {
+      auto n = parse_int(*v, min, max);
+      if (!n) {
+        usage_error(strprintf("argument %s: invalid int value: '%s' (expected %lld-%lld)", name, v->c_str(), min,
+                              max));
+      }
+      return static_cast<int>(*n);
+    }
+  }
+  return std::nullopt;
+}
+
+// --version, --help, and the one subcommand: prints and exits unless this is
+// `vllm serve ...` without --help.
+void handle_subcommand(int argc, char** argv) {
+  if (argc >= 2 && (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "-v") == 0)) {
+    std::printf("%s\n", kVersion);
+    std::exit(0);
+  }
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::printf("%s", kHelpLine);
+    std::exit(0);
+  }
+  if (argc < 2 || std::strcmp(argv[1], "serve") != 0) {
+    std::fprintf(stderr, "usage: vllm serve MODEL [flags...]\nvllm (fake): only the 'serve' subcommand exists\n");
+    std::exit(2);
+  }
+  if (std::any_of(argv + 2, argv + argc, [](const char* a) { return std::strcmp(a, "--help") == 0; })) {
+    std::printf("%s", kHelpLine);
+    std::exit(0);
+  }
+}
+
+// MODEL_PATH (the one positional, else --model) and --served-model-name.
+void read_model(const LooseArgs& args, Config& cfg) {
+  if (args.positionals.size() > 1) {
+    std::string extra;
+    for (std::size_t i = 1; i < args.positionals.size(); ++i) extra += " " + args.positionals[i];
+    usage_error("unrecognized arguments:" + extra);
+  }
+  if (!args.positionals.empty()) {
+    cfg.model_path = args.positionals.front();
+  } else if (auto m = flag_value(args, "--model")) {
+    cfg.model_path = *m;
+  } else {
+    usage_error("the model is required: vllm serve MODEL");
+  }
+  if (const auto* f = args.last("--served-model-name")) {
+    if (f->values.empty()) usage_error("argument --served-model-name: expected at least one argument");
+    cfg.served_names = f->values;
+  } else {
+    cfg.served_names = {cfg.model_path};
+  }
+}
+
+// The data-parallel layout: which ranks of --data-parallel-size this process
+// serves (one with --data-parallel-rank, else --data-parallel-start-rank and
+// --data-parallel-size-local, else all of them).
+void read_data_parallel(const LooseArgs& args, Config& cfg) {
+  if (auto n = int_flag(args, {"--data-parallel-size", "-dp"}, 1, 1024)) cfg.dp_size = *n;
+  cfg.dp_rank = int_flag(args, {"--data-parallel-rank", "-dpn"}, 0, 1023);
+  auto local = int_flag(args, {"--data-parallel-size-local", "-dpl"}, 1, 1024);
+  auto start = int_flag(args, {"--data-parallel-start-rank", "-dpr"}, 0, 1023);
+  (void)int_flag(args, {"--data-parallel-rpc-port", "-dpp"}, 1, 65535);
+  (void)flag_value(args, "--data-parallel-address");
+  (void)flag_value(args, "-dpa");
+  if (cfg.dp_rank) {
+    if (*cfg.dp_rank >= cfg.dp_size) {
+      usage_error(strprintf("--data-parallel-rank %d is out of range for --data-parallel-size %d", *cfg.dp_rank,
+                            cfg.dp_size));
+    }
+    cfg.local_ranks = {*cfg.dp_rank};
+    return;
+  }
+  int first = start.value_or(0);
+  int count = local.value_or(cfg.dp_size - first);
+  if (count < 1 || first + count > cfg.dp_size) {
+    usage_error(strprintf("local data-parallel ranks %d..%d do not fit --data-parallel-size %d", first,
+                          first + count - 1, cfg.dp_size));
+  }
+  for (int r = first; r < first + count; ++r) cfg.local_ranks.push_back(r);
+}
+
+// JSON-valued flags (--speculative-config, --compilation-config, ...): vLLM
+// parses them with json.loads, so a value that looks like JSON must be JSON.
+// A value that starts with a quote was quoted for a shell that never ran.
+void check_config_flags(const LooseArgs& args) {
+  for (const auto& f : args.flags) {
+    if (f.values.empty()) continue;
+    const std::string& v = f.values.front();
+    bool config_flag = f.name.size() > 7 && f.name.compare(f.name.size() - 7, 7, "-config") == 0;
+    if (!config_flag || v.empty()) continue;
+    if (v.front() == '\'' || v.front() == '"') {
+      usage_error("argument " + f.name + ": invalid loads value: " + v + " (shell quotes inside the value)");
+    }
+    if (v.front() == '{' || v.front() == '[') {
+      rapidjson::Document d;
+      d.Parse(v.c_str());
+      if (d.HasParseError()) usage_error("argument " + f.name + ": invalid loads value: " + v);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<long long> parse_human_int(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  long long mult = 1;
+  std::string digits = text;
+  switch (text.back()) {
+    case 'k': mult = 1000; break;
+    case 'K': mult = 1024; break;
+    case 'm': mult = 1000000; break;
+    case 'M': mult = 1048576; break;
+    case 'g': mult = 1000000000; break;
+    case 'G': mult = 1073741824; break;
+    default: break;
+  }
+  if (mult != 1) digits.pop_back();
+  auto n = parse_int(digits, 1, 1LL << 40);
+  if (!n) return std::nullopt;
+  return *n * mult;
+}
+
+Config parse_config(int argc, char** argv) {
+  Config cfg;
+  cfg.argv.assign(argv, argv + argc);
+  handle_subcommand(argc, argv);
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  LooseArgs args = parse_loose(rest, {"--served-model-name"});
+  read_model(args, cfg);
+  if (auto h = flag_value(args, "--host")) cfg.host = *h;
+  if (auto p = int_flag(args, {"--port"}, 0, 65535)) cfg.port = *p;
+  read_data_parallel(args, cfg);
+  if (auto v = flag_value(args, "--max-model-len")) {
+    if (*v != "-1" && *v != "auto") {
+      auto n = parse_human_int(*v);
+      if (!n) usage_error("argument --max-model-len: invalid value: '" + *v + "'");
+      cfg.max_model_len = *n;
+    }
+  }
+  check_config_flags(args);
+  cfg.switches = parse_switches(cfg.argv, cfg.local_ranks);
+  return cfg;
+}
+
+}  // namespace ixfake::vllm

@@ -1,0 +1,34 @@
+// What the fake engine "generates": a short answer that depends only on the
+// prompt and max_tokens, so runs are repeatable (tests/fakes/README.md,
+// "Endpoints"), and the prompt read from a completion request.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ixfake::vllm {
+
+// One answer. Invariants: tokens are words (every one after the first with
+// its leading space); finish_reason is "length" when max_tokens cut it, else
+// "stop" (and the last token ends with '.').
+struct Generation {
+  std::vector<std::string> tokens;
+  int prompt_tokens = 0;
+  std::string finish_reason;
+};
+
+// Whitespace-separated words: the fake's token count.
+int count_words(std::string_view text);
+
+// 6 to 10 words chosen by hashes of the prompt, at most max_tokens.
+Generation generate(const std::string& prompt, int prompt_tokens, int max_tokens);
+
+// The prompt of a request body (`messages` for chat, else `prompt`: a string,
+// strings or token ids) as text, and its token count; returns the 400 error
+// message, empty on success.
+std::string read_prompt(const rapidjson::Document& doc, bool chat, std::string& text, int& tokens);
+
+}  // namespace ixfake::vllm

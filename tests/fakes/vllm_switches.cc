@@ -1,0 +1,116 @@
+#include "vllm_switches.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "fake_common.h"
+#include "vllm_engine_cores.h"
+
+namespace ixfake::vllm {
+namespace {
+
+[[noreturn]] void env_error(const char* name, const std::string& value, const char* expected) {
+  std::fprintf(stderr, "vllm (fake): %s='%s': expected %s\n", name, value.c_str(), expected);
+  std::exit(2);
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<double> env_seconds(const char* name) {
+  auto v = env(name);
+  if (!v) return std::nullopt;
+  auto s = parse_seconds(*v);
+  if (!s) env_error(name, *v, "seconds (a number >= 0)");
+  return s;
+}
+
+// Some argv element contains `only`, or `only` is "--flag=value" and the
+// argv has "--flag" followed by "value".
+bool argv_matches(const std::vector<std::string>& argv, const std::string& only) {
+  bool match = std::any_of(argv.begin(), argv.end(),
+                           [&](const std::string& a) { return a.find(only) != std::string::npos; });
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] + "=" + argv[i + 1] == only) match = true;
+  }
+  return match;
+}
+
+int crash_rank_switch(const std::vector<int>& local_ranks) {
+  int crash_rank = local_ranks.back();
+  if (auto v = env("FAKE_VLLM_CRASH_ENGINE_RANK")) {
+    auto r = parse_int(*v, 0, 1023);
+    if (!r || std::find(local_ranks.begin(), local_ranks.end(), *r) == local_ranks.end()) {
+      env_error("FAKE_VLLM_CRASH_ENGINE_RANK", *v, "one of this process's data-parallel ranks");
+    }
+    crash_rank = static_cast<int>(*r);
+  }
+  return crash_rank;
+}
+
+}  // namespace
+
+Switches parse_switches(const std::vector<std::string>& argv, const std::vector<int>& local_ranks) {
+  Switches sw;
+  if (auto d = env("FAKE_VLLM_RECORD_DIR")) sw.record_dir = *d;
+  if (auto only = env("FAKE_VLLM_FAULT_ONLY_IF_ARG"); only && !only->empty()) {
+    sw.fault_only_if_arg = *only;
+    sw.faults_active = argv_matches(argv, *only);
+  }
+  // Parse every switch even when inactive, so a typo is an error either way.
+  auto delay = env_seconds("FAKE_VLLM_START_DELAY_S");
+  bool never = false;
+  if (auto v = env("FAKE_VLLM_NEVER_READY"); v && !v->empty()) {
+    if (*v != "0" && *v != "1") env_error("FAKE_VLLM_NEVER_READY", *v, "0 or 1");
+    never = *v == "1";
+  }
+  auto crash = env_seconds("FAKE_VLLM_CRASH_ENGINE_AFTER_S");
+  auto exit0 = env_seconds("FAKE_VLLM_EXIT0_AFTER_S");
+  auto hang = env_seconds("FAKE_VLLM_HANG_AFTER_S");
+  int crash_rank = crash_rank_switch(local_ranks);
+  if (sw.faults_active) {
+    if (delay) sw.start_delay_s = *delay;
+    sw.never_ready = never;
+    sw.crash_engine_after_s = crash;
+    sw.crash_rank = crash_rank;
+    sw.exit0_after_s = exit0;
+    sw.hang_after_s = hang;
+  }
+  if (auto v = env("FAKE_VLLM_TOKEN_DELAY_MS")) {
+    auto s = parse_seconds(*v);
+    if (!s) env_error("FAKE_VLLM_TOKEN_DELAY_MS", *v, "milliseconds (a number >= 0)");
+    sw.token_delay_s = *s / 1000.0;
+  }
+  if (auto s = env_seconds("FAKE_VLLM_STOP_DELAY_S")) sw.stop_delay_s = *s;
+  return sw;
+}
+
+void fault_loop(const Switches& sw, std::atomic<bool>& hang, double ready_at) {
+  enum class Kind { kCrash, kExit0, kHang };
+  struct Event {
+    double at;
+    Kind kind;
+  };
+  std::vector<Event> events;
+  if (sw.crash_engine_after_s) events.push_back({ready_at + *sw.crash_engine_after_s, Kind::kCrash});
+  if (sw.exit0_after_s) events.push_back({ready_at + *sw.exit0_after_s, Kind::kExit0});
+  if (sw.hang_after_s) events.push_back({ready_at + *sw.hang_after_s, Kind::kHang});
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.at < b.at; });
+  for (const auto& e : events) {
+    sleep_s(e.at - now_s());
+    switch (e.kind) {
+      case Kind::kCrash: crash_engine_core(sw.crash_rank); break;
+      case Kind::kExit0: shutdown_and_exit(0, "fault FAKE_VLLM_EXIT0_AFTER_S: API server exits with status 0");
+      case Kind::kHang:
+        logf("fault FAKE_VLLM_HANG_AFTER_S: the API server stops answering (the process stays alive)");
+        hang.store(true);
+        break;
+    }
+  }
+}
+
+}  // namespace ixfake::vllm

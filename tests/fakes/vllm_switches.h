@@ -1,0 +1,41 @@
+// The fake engine's switches: FAKE_VLLM_* environment variables that inject
+// the failures real vLLM is known for (tests/fakes/README.md, "Fault
+// switches"), and fault_loop, which fires the timed ones once ready.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ixfake::vllm {
+
+// The switches as they apply to this process. Every variable is parsed even
+// when FAKE_VLLM_FAULT_ONLY_IF_ARG turns the faults off, so a typo is an
+// error either way; when faults_active is false the fault fields keep their
+// defaults (the ones after token_delay_s always apply).
+struct Switches {
+  std::string record_dir = ".";    // FAKE_VLLM_RECORD_DIR
+  std::string fault_only_if_arg;   // FAKE_VLLM_FAULT_ONLY_IF_ARG ("" when unset)
+  bool faults_active = true;
+  double start_delay_s = 0.05;
+  bool never_ready = false;
+  std::optional<double> crash_engine_after_s;
+  int crash_rank = -1;             // a local rank once faults_active
+  std::optional<double> exit0_after_s;
+  std::optional<double> hang_after_s;
+  double token_delay_s = 0;        // not a fault: per generated token
+  double stop_delay_s = 0;         // not a fault: added to every shutdown
+};
+
+// Reads the environment for a process with this argv (matched against
+// FAKE_VLLM_FAULT_ONLY_IF_ARG) serving local_ranks (not empty; the default
+// crash rank is the last). A malformed value prints why and exits 2.
+Switches parse_switches(const std::vector<std::string>& argv, const std::vector<int>& local_ranks);
+
+// Sleeps until each timed fault is due (ready_at + its delay, in order) and
+// fires it: crash an EngineCore, exit 0, or set `hang`. Runs in its own
+// thread; returns when none is left.
+void fault_loop(const Switches& sw, std::atomic<bool>& hang, double ready_at);
+
+}  // namespace ixfake::vllm
