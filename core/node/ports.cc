@@ -1,5 +1,11 @@
 #include "core/node/ports.h"
 
+#include "core/base/dir_at.h"
+#include "core/base/file_text.h"
+#include "core/base/proc_fs.h"
+#include "core/base/text.h"
+#include "core/base/unique_fd.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,7 +20,6 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -25,46 +30,39 @@ namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// A port number's digits (at most 9, so it fits an int).
 bool ParseInt(std::string_view s, int& out) {
-  if (s.empty() || s.size() > 9) return false;
-  int v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  out = v;
+  uint64_t v = 0;
+  if (s.size() > 9 || !ParseUnsigned(s, v)) return false;
+  out = static_cast<int>(v);
   return true;
 }
 
-// Closes a descriptor when it goes out of scope.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+// This boot's id for lease records; never empty, so a record always has its
+// seven fields (and an unreadable id matches no boot's real one).
+std::string OwnerBootId() {
+  const std::string id = BootId();
+  return id.empty() ? "unknown-boot" : id;
+}
 
 bool CanBind(int family, const char* addr, int port) {
-  Fd s(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (s.fd < 0) return family == AF_INET6;  // no IPv6 here: nothing to collide with
+  UniqueFd s(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return family == AF_INET6;  // no IPv6 here: nothing to collide with
   int one = 1;
-  ::setsockopt(s.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (family == AF_INET) {
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_port = htons(static_cast<uint16_t>(port));
     ::inet_pton(AF_INET, addr, &sa.sin_addr);
-    return ::bind(s.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+    return ::bind(s.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
   }
-  ::setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  ::setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
   sockaddr_in6 sa{};
   sa.sin6_family = AF_INET6;
   sa.sin6_port = htons(static_cast<uint16_t>(port));
   ::inet_pton(AF_INET6, addr, &sa.sin6_addr);
-  if (::bind(s.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) return true;
+  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) return true;
   // An address family configured off (EADDRNOTAVAIL for ::1) is not a collision.
   return errno == EADDRNOTAVAIL || errno == EAFNOSUPPORT;
 }
@@ -78,16 +76,15 @@ std::string FormatLease(const PortLease& l) {
 
 Result<std::vector<PortLease>> ReadTable(const std::string& path) {
   std::vector<PortLease> table;
-  std::ifstream in(path);
-  if (!in) {
-    if (errno == ENOENT) return table;
-    return Error{Errno("cannot read lease table " + path)};
-  }
-  std::string line;
+  int err = 0;
+  const std::string text = ReadFileText(path, &err);
+  if (err == ENOENT) return table;
+  if (err) return Error{"cannot read lease table " + path + ": " + std::strerror(err)};
   int lineno = 0;
-  while (std::getline(in, line)) {
+  for (std::string_view text_line : Lines(text)) {
     ++lineno;
-    if (line.empty()) continue;
+    if (text_line.empty()) continue;
+    const std::string line(text_line);
     std::istringstream f(line);
     PortLease l;
     if (!(f >> l.first >> l.count >> l.name >> l.owner.id >> l.owner.pid >> l.owner.start_time >>
@@ -105,17 +102,17 @@ Status WriteTable(const std::string& dir, const std::vector<PortLease>& table) {
   const std::string tmp = dir + "/leases.tmp";
   std::string text;
   for (const auto& l : table) text += FormatLease(l);
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (fd.fd < 0) return Error{Errno("cannot write " + tmp)};
-  ::fchmod(fd.fd, 0600);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Error{Errno("cannot write " + tmp)};
+  ::fchmod(fd.get(), 0600);
   size_t off = 0;
   while (off < text.size()) {
-    const ssize_t n = ::write(fd.fd, text.data() + off, text.size() - off);
+    const ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error{Errno("cannot write " + tmp)};
     off += static_cast<size_t>(n);
   }
-  if (::fsync(fd.fd) != 0) return Error{Errno("cannot fsync " + tmp)};
+  if (::fsync(fd.get()) != 0) return Error{Errno("cannot fsync " + tmp)};
   if (::rename(tmp.c_str(), (dir + "/leases").c_str()) != 0) {
     return Error{Errno("cannot replace " + dir + "/leases")};
   }
@@ -125,19 +122,18 @@ Status WriteTable(const std::string& dir, const std::vector<PortLease>& table) {
 // Who holds an flock on the file with inode `ino`: "pid 12 (comm)", from
 // /proc/locks; "" when it cannot be told.
 std::string LockHolder(ino_t ino) {
-  std::ifstream locks("/proc/locks");
-  std::string line;
-  while (std::getline(locks, line)) {
+  int err = 0;
+  const std::string locks = ReadFileText("/proc/locks", &err);
+  for (std::string_view line : Lines(locks)) {
     // "1: FLOCK  ADVISORY  WRITE 1234 08:02:131090 0 EOF"
-    std::istringstream in(line);
+    std::istringstream in{std::string(line)};
     std::string n, kind, mode, rw, dev;
     long pid = 0;
     if (!(in >> n >> kind >> mode >> rw >> pid >> dev) || kind != "FLOCK") continue;
     const size_t colon = dev.rfind(':');
     if (colon == std::string::npos || std::strtoull(dev.c_str() + colon + 1, nullptr, 10) != ino) continue;
-    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-    std::string name;
-    std::getline(comm, name);
+    Result<ProcessInfo> holder = ReadProcessInfo(static_cast<pid_t>(pid));
+    const std::string name = holder ? holder.value().comm : "";
     return "pid " + std::to_string(pid) + (name.empty() ? "" : " (" + name + ")");
   }
   return "";
@@ -179,10 +175,10 @@ template <class T, class Fn>
 Result<T> Transact(const std::string& dir, OwnerLiveness& liveness, PortProber& prober,
                    std::chrono::milliseconds lock_timeout, Fn&& fn) {
   const std::string lock_path = dir + "/lock";
-  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (lock.fd < 0) return Error{Errno("cannot open lock " + lock_path)};
-  ::fchmod(lock.fd, 0600);  // a lock file of an older version was 0644
-  if (Status l = LockWithDeadline(lock.fd, lock_path, lock_timeout); !l) return l.error();
+  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!lock.valid()) return Error{Errno("cannot open lock " + lock_path)};
+  ::fchmod(lock.get(), 0600);  // a lock file of an older version was 0644
+  if (Status l = LockWithDeadline(lock.get(), lock_path, lock_timeout); !l) return l.error();
   Result<std::vector<PortLease>> table = ReadTable(dir + "/leases");
   if (!table) return table.error();
   std::vector<PortLease>& t = table.value();
@@ -279,47 +275,56 @@ bool BindProber::IsFree(int port) {
          CanBind(AF_INET6, "::", port) && CanBind(AF_INET6, "::1", port);
 }
 
-std::string CurrentBootId() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  in >> id;
-  return id.empty() ? "unknown-boot" : id;
-}
-
-uint64_t ProcessStartTime(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return 0;
-  // The command name (field 2) may hold spaces and parentheses: skip to
-  // the last ')', then field 22 is the 20th after it.
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream f(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(f >> field)) return 0;
-    // Field 3, the state: a zombie keeps its pid and start time (and
-    // kill(pid, 0) succeeds) until its parent reaps it, which can take
-    // long (a slurmstepd killed under an init that reaps late).
-    if (i == 3 && (field == "Z" || field == "X")) return 0;
-  }
-  return std::strtoull(field.c_str(), nullptr, 10);
-}
-
 LeaseOwner MakeOwner(const std::string& id, pid_t pid) {
-  return LeaseOwner{id, pid, ProcessStartTime(pid), CurrentBootId(),
+  return LeaseOwner{id, pid, LiveStartTime(pid), OwnerBootId(),
                     static_cast<int64_t>(std::time(nullptr))};
 }
 
 bool ProcessLiveness::IsAlive(const LeaseOwner& owner) {
-  static const std::string boot = CurrentBootId();
+  static const std::string boot = OwnerBootId();
   if (owner.boot_id != boot || owner.pid <= 0) return false;
   if (::kill(owner.pid, 0) != 0 && errno != EPERM) return false;
-  const uint64_t start = ProcessStartTime(owner.pid);
+  const uint64_t start = LiveStartTime(owner.pid);
   // A zombie or vanished process reads as 0; a recycled pid has a new start.
   // An owner recorded without a start time is not trusted with its pid.
   return start != 0 && start == owner.start_time;
 }
+
+namespace {
+
+// The range must not overlap the kernel's ephemeral ports (`file` holds
+// "LO HI", as /proc/sys/net/ipv4/ip_local_port_range does): outgoing
+// connections take those at random.
+Status CheckOutsideEphemeral(const PortRange& r, const std::string& file) {
+  int err = 0;
+  std::istringstream in(ReadFileText(file, &err));
+  int elo = 0, ehi = 0;
+  if (err || !(in >> elo >> ehi)) return Error{"cannot read the kernel's ephemeral port range from " + file};
+  if (r.lo <= ehi && elo <= r.hi) {
+    return Error{"port range " + r.ToString() + " overlaps the kernel's ephemeral range " + std::to_string(elo) +
+                 "-" + std::to_string(ehi) + " (" + file +
+                 "): outgoing connections could take those ports; choose a range outside it"};
+  }
+  return Ok{};
+}
+
+// Creates the lease directory (missing parents 0755, itself 0700: no one
+// else may read the table or open, and flock, the lock) or checks the one
+// there: ours, not reached through a link, not writable by others.
+Status PrepareLeaseDir(const std::string& dir) {
+  Result<int> opened = OpenOwnedDir(dir, 0700, "lease dir");
+  if (!opened) return opened.error();
+  const UniqueFd fd(opened.value());
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0 || ::access(dir.c_str(), R_OK | W_OK | X_OK) != 0) {
+    return Error{Errno("lease dir " + dir)};
+  }
+  // One made by an older version was 0755: ours, so it is closed now.
+  if ((st.st_mode & 077) != 0 && ::fchmod(fd.get(), 0700) != 0) return Error{Errno("lease dir " + dir + ": chmod 0700")};
+  return Ok{};
+}
+
+}  // namespace
 
 Result<PortBroker> PortBroker::Open(const PortBrokerConfig& config, PortProber& prober,
                                     OwnerLiveness& liveness) {
@@ -328,48 +333,17 @@ Result<PortBroker> PortBroker::Open(const PortBrokerConfig& config, PortProber& 
     return Error{"port range " + r.ToString() + ": must be LO-HI within 1-65535 with LO <= HI"};
   }
   if (!config.ephemeral_range_file.empty()) {
-    std::ifstream in(config.ephemeral_range_file);
-    int elo = 0, ehi = 0;
-    if (!(in >> elo >> ehi)) {
-      return Error{"cannot read the kernel's ephemeral port range from " + config.ephemeral_range_file};
-    }
-    if (r.lo <= ehi && elo <= r.hi) {
-      return Error{"port range " + r.ToString() + " overlaps the kernel's ephemeral range " +
-                   std::to_string(elo) + "-" + std::to_string(ehi) + " (" +
-                   config.ephemeral_range_file +
-                   "): outgoing connections could take those ports; choose a range outside it"};
-    }
+    if (Status s = CheckOutsideEphemeral(r, config.ephemeral_range_file); !s) return s.error();
   }
-  const std::string& dir = config.lease_dir;
-  if (dir.empty() || dir[0] != '/') return Error{"lease dir '" + dir + "': must be an absolute path"};
-  // Create missing parents 0755 and the directory itself 0700: no one
-  // else may read the table or open (and flock) the lock.
-  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
-    const std::string part = dir.substr(0, slash);
-    if (::mkdir(part.c_str(), slash == std::string::npos ? 0700 : 0755) != 0 && errno != EEXIST) {
-      return Error{Errno("lease dir " + dir + ": cannot create " + part)};
-    }
-    if (slash == std::string::npos) break;
-  }
-  struct stat st{};
-  if (::stat(dir.c_str(), &st) != 0) return Error{Errno("lease dir " + dir)};
-  if (!S_ISDIR(st.st_mode)) return Error{"lease dir " + dir + ": not a directory"};
-  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-    return Error{"lease dir " + dir + ": owned by uid " + std::to_string(st.st_uid) + " with mode " +
-                 mode + "; it must be owned by uid " + std::to_string(::geteuid()) +
-                 " and not writable by group or others"};
-  }
-  if (::access(dir.c_str(), R_OK | W_OK | X_OK) != 0) return Error{Errno("lease dir " + dir)};
-  // One made by an older version was 0755: ours, so it is closed now.
-  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) return Error{Errno("lease dir " + dir + ": chmod 0700")};
+  if (Status s = PrepareLeaseDir(config.lease_dir); !s) return s.error();
   return PortBroker(config, prober, liveness);
 }
 
-Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
-                                                 const std::vector<PortWant>& wants,
-                                                 const std::vector<int>& reserved) {
+namespace {
+
+// An owner's request checked before the table is locked: valid names, each
+// once, blocks that fit the range. Returns how many ports it adds up to.
+Result<int> CheckRequest(const LeaseOwner& owner, const std::vector<PortWant>& wants, const PortRange& range) {
   if (!IsLeaseToken(owner.id)) {
     return Error{"lease owner '" + owner.id + "': use letters, digits and . _ : @ -"};
   }
@@ -379,12 +353,98 @@ Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
   for (const auto& w : wants) {
     if (!IsLeaseToken(w.name)) return Error{"port name '" + w.name + "': use letters, digits and . _ : @ -"};
     if (!names.insert(w.name).second) return Error{"port name '" + w.name + "' asked for twice"};
-    if (w.count < 1 || w.count > config_.range.size()) {
-      return Error{"port block '" + w.name + "' of " + std::to_string(w.count) +
-                   ": size must be 1 to " + std::to_string(config_.range.size())};
+    if (w.count < 1 || w.count > range.size()) {
+      return Error{"port block '" + w.name + "' of " + std::to_string(w.count) + ": size must be 1 to " +
+                   std::to_string(range.size())};
     }
     total += w.count;
   }
+  return total;
+}
+
+// Picks the ports of one request against a lease table. Invariants: a port
+// the table holds, or one already picked, is never picked; each port is
+// probed at most once (busy() counts those found in use by others).
+class PortPicker {
+ public:
+  PortPicker(const PortRange& range, const std::vector<int>& reserved, const std::vector<PortLease>& table,
+             PortProber& prober)
+      : range_(range), prober_(prober) {
+    for (const auto& l : table) {
+      for (int p = l.first; p < l.first + l.count; ++p) taken_.insert(p);
+    }
+    // Candidate starts: Slurm's reserved ports first, then the range.
+    // Reserved ports count only inside the range: SLURM_STEP_RESV_PORTS
+    // comes from the job's environment, which its user can set, so it must
+    // not take root past the range's checks (ephemeral range).
+    for (int p : reserved) {
+      if (p >= range.lo && p <= range.hi) order_.push_back(p);
+    }
+    reserved_.insert(order_.begin(), order_.end());
+    for (int p = range.lo; p <= range.hi; ++p) {
+      if (!reserved_.count(p)) order_.push_back(p);
+    }
+  }
+
+  // The first port of `count` contiguous usable ones, now taken; 0 when
+  // there is none. A block lies in the range, or wholly in reserved ports.
+  int Take(int count) {
+    for (int start : order_) {
+      const bool in_range = start >= range_.lo && start + count - 1 <= range_.hi;
+      bool run_reserved = true;
+      for (int p = start; run_reserved && p < start + count; ++p) run_reserved = reserved_.count(p) > 0;
+      if (!in_range && !run_reserved) continue;
+      bool ok = true;
+      for (int p = start; ok && p < start + count; ++p) ok = Usable(p);
+      if (!ok) continue;
+      for (int p = start; p < start + count; ++p) taken_.insert(p);
+      return start;
+    }
+    return 0;
+  }
+
+  int busy() const { return busy_; }
+
+ private:
+  bool Usable(int p) {
+    if (taken_.count(p) || probed_busy_.count(p)) return false;
+    if (prober_.IsFree(p)) return true;
+    probed_busy_.insert(p);
+    ++busy_;
+    return false;
+  }
+
+  const PortRange& range_;
+  PortProber& prober_;
+  std::vector<int> order_;
+  std::set<int> reserved_, taken_, probed_busy_;
+  int busy_ = 0;
+};
+
+// Why `want` found no ports: the whole request, who holds the leased ports
+// and how many were in use outside the broker.
+Error NoFreePorts(const PortWant& want, const std::vector<PortWant>& wants, int total, const LeaseOwner& owner,
+                  const PortRange& range, const std::vector<PortLease>& table, int busy) {
+  std::string asked;
+  for (const auto& x : wants) {
+    asked += (asked.empty() ? "" : ", ") + x.name + (x.count > 1 ? "[" + std::to_string(x.count) + "]" : "");
+  }
+  int leased = 0;
+  for (const auto& l : table) leased += l.count;
+  return Error{"no free " +
+               (want.count > 1 ? "block of " + std::to_string(want.count) + " ports" : std::string("port")) +
+               " for '" + want.name + "' in " + range.ToString() + " for " + owner.id + ": asked for " +
+               std::to_string(total) + " port(s) (" + asked + "); " + std::to_string(leased) + " leased, held by " +
+               Holders(table) + "; " + std::to_string(busy) + " in use by processes outside the broker"};
+}
+
+}  // namespace
+
+Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
+                                                 const std::vector<PortWant>& wants,
+                                                 const std::vector<int>& reserved) {
+  Result<int> total = CheckRequest(owner, wants, config_.range);
+  if (!total) return total.error();
   return Transact<std::vector<PortLease>>(
       config_.lease_dir, *liveness_, *prober_, config_.lock_timeout,
       [&](std::vector<PortLease>& table, bool& changed) -> Result<std::vector<PortLease>> {
@@ -393,62 +453,12 @@ Result<std::vector<PortLease>> PortBroker::Lease(const LeaseOwner& owner,
             return Error{"owner " + owner.id + " already holds leases; release them first"};
           }
         }
-        std::set<int> taken;
-        int leased = 0;
-        for (const auto& l : table) {
-          for (int p = l.first; p < l.first + l.count; ++p) taken.insert(p);
-          leased += l.count;
-        }
-        int busy = 0;
-        std::set<int> probed_busy;
-        auto usable = [&](int p) {
-          if (taken.count(p) || probed_busy.count(p)) return false;
-          if (prober_->IsFree(p)) return true;
-          probed_busy.insert(p);
-          ++busy;
-          return false;
-        };
-        // Candidate starts: Slurm's reserved ports first, then the range.
-        // Reserved ports count only inside the range: SLURM_STEP_RESV_PORTS
-        // comes from the job's environment, which its user can set, so it
-        // must not take root past the range's checks (ephemeral range).
-        std::vector<int> order;
-        for (int p : reserved) {
-          if (p >= config_.range.lo && p <= config_.range.hi) order.push_back(p);
-        }
-        std::set<int> reserved_set(order.begin(), order.end());
-        for (int p = config_.range.lo; p <= config_.range.hi; ++p) {
-          if (!reserved_set.count(p)) order.push_back(p);
-        }
+        PortPicker picker(config_.range, reserved, table, *prober_);
         std::vector<PortLease> got;
         for (const PortWant& w : wants) {
-          bool found = false;
-          for (int start : order) {
-            const bool in_range = start >= config_.range.lo && start + w.count - 1 <= config_.range.hi;
-            bool run_reserved = reserved_set.count(start) > 0;
-            for (int p = start; run_reserved && p < start + w.count; ++p) run_reserved = reserved_set.count(p) > 0;
-            if (!in_range && !run_reserved) continue;
-            bool ok = true;
-            for (int p = start; ok && p < start + w.count; ++p) ok = usable(p);
-            if (!ok) continue;
-            for (int p = start; p < start + w.count; ++p) taken.insert(p);
-            got.push_back(PortLease{w.name, start, w.count, owner});
-            found = true;
-            break;
-          }
-          if (!found) {
-            std::string asked;
-            for (const auto& x : wants) {
-              asked += (asked.empty() ? "" : ", ") + x.name + (x.count > 1 ? "[" + std::to_string(x.count) + "]" : "");
-            }
-            return Error{"no free " +
-                         (w.count > 1 ? "block of " + std::to_string(w.count) + " ports" : std::string("port")) +
-                         " for '" + w.name + "' in " + config_.range.ToString() + " for " + owner.id +
-                         ": asked for " + std::to_string(total) + " port(s) (" + asked + "); " +
-                         std::to_string(leased) +
-                         " leased, held by " + Holders(table) + "; " + std::to_string(busy) +
-                         " in use by processes outside the broker"};
-          }
+          const int start = picker.Take(w.count);
+          if (start == 0) return NoFreePorts(w, wants, total.value(), owner, config_.range, table, picker.busy());
+          got.push_back(PortLease{w.name, start, w.count, owner});
         }
         table.insert(table.end(), got.begin(), got.end());
         changed = true;

@@ -91,11 +91,9 @@ class ProcessLiveness : public OwnerLiveness {
   bool IsAlive(const LeaseOwner& owner) override;
 };
 
-// This boot's id (/proc/sys/kernel/random/boot_id), and a process's start
-// time; 0 when the process does not exist or has exited (a zombie).
-std::string CurrentBootId();
-uint64_t ProcessStartTime(pid_t pid);
-// An owner record for process `pid` now.
+// An owner record for process `pid` now: its start time (LiveStartTime; 0
+// when it is gone or a zombie) and this boot's id ("unknown-boot" when
+// /proc/sys/kernel/random/boot_id cannot be read).
 LeaseOwner MakeOwner(const std::string& id, pid_t pid);
 
 struct PortBrokerConfig {

@@ -1,5 +1,8 @@
 #include "core/node/ports.h"
 
+#include "core/base/proc_fs.h"
+#include "tests/support/test.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -39,27 +42,14 @@ struct FakeLiveness : OwnerLiveness {
   bool IsAlive(const LeaseOwner& o) override { return !dead.count(o.id); }
 };
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/ix-ports-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // An ephemeral-range file for tests, so they do not depend on the host's.
-std::string EphemeralFile(const TempDir& d, const std::string& content = "32768\t60999\n") {
+std::string EphemeralFile(const test::TempDir& d, const std::string& content = "32768\t60999\n") {
   const std::string p = d.path() + "/ip_local_port_range";
   std::ofstream(p) << content;
   return p;
 }
 
-PortBrokerConfig Config(const TempDir& d, PortRange range) {
+PortBrokerConfig Config(const test::TempDir& d, PortRange range) {
   PortBrokerConfig c;
   c.range = range;
   c.lease_dir = d.path() + "/leases";
@@ -68,6 +58,17 @@ PortBrokerConfig Config(const TempDir& d, PortRange range) {
 }
 
 LeaseOwner Owner(const std::string& id) { return LeaseOwner{id, 1, 1, "boot", 0}; }
+
+// The logic tests' start: a fresh lease directory, the fakes, and a broker
+// over a range of them.
+class PortBrokerLogic : public ::testing::Test {
+ protected:
+  Result<PortBroker> Open(PortRange range) { return PortBroker::Open(Config(d, range), prober, live); }
+
+  test::TempDir d{"ix-ports-test"};
+  FakeProber prober;
+  FakeLiveness live;
+};
 
 TEST(PortRange, Parse) {
   EXPECT_EQ(ParsePortRange("20000-29999").value().size(), 10000);
@@ -85,12 +86,9 @@ TEST(PortRange, Parse) {
   EXPECT_FALSE(ParsePortList(std::string(5000, '1')).ok());
 }
 
-TEST(PortBroker, LeasesNamedPortsAndBlocksAllOrNothing) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
+TEST_F(PortBrokerLogic, LeasesNamedPortsAndBlocksAllOrNothing) {
   prober.busy = {20001};
-  auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
+  auto b = Open({20000, 20009});
   ASSERT_TRUE(b.ok()) << b.error().message;
   auto got = b.value().Lease(Owner("7.0"), {{"PORT", 1}, {"VLLM_PORT", 4}, {"ENGINE_PORT", 1}});
   ASSERT_TRUE(got.ok()) << got.error().message;
@@ -113,11 +111,8 @@ TEST(PortBroker, LeasesNamedPortsAndBlocksAllOrNothing) {
   EXPECT_EQ(b.value().Release("7.0").value(), 0);
 }
 
-TEST(PortBroker, ReclaimsLeasesOfDeadOwners) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
-  auto b = PortBroker::Open(Config(d, {20000, 20001}), prober, live);
+TEST_F(PortBrokerLogic, ReclaimsLeasesOfDeadOwners) {
+  auto b = Open({20000, 20001});
   ASSERT_TRUE(b.value().Lease(Owner("1.0"), {{"P", 2}}).ok());
   EXPECT_FALSE(b.value().Lease(Owner("2.0"), {{"P", 1}}).ok());
   live.dead.insert("1.0");
@@ -127,11 +122,8 @@ TEST(PortBroker, ReclaimsLeasesOfDeadOwners) {
   EXPECT_EQ(b.value().List().value().size(), 1u);
 }
 
-TEST(PortBroker, ALeaseIsNeverDroppedWhileItsPortIsBound) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
-  auto b = PortBroker::Open(Config(d, {20000, 20003}), prober, live);
+TEST_F(PortBrokerLogic, ALeaseIsNeverDroppedWhileItsPortIsBound) {
+  auto b = Open({20000, 20003});
   ASSERT_TRUE(b.value().Lease(Owner("4.0"), {{"PORT", 1}, {"RANKS", 2}}).ok());
   prober.busy = {20002};  // a server that outlived step 4.0 still holds a rank port
   std::vector<PortLease> kept;
@@ -146,11 +138,8 @@ TEST(PortBroker, ALeaseIsNeverDroppedWhileItsPortIsBound) {
   EXPECT_TRUE(b.value().List().value().empty());
 }
 
-TEST(PortBroker, AStepReleasesOnlyWhatItHolds) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
-  auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
+TEST_F(PortBrokerLogic, AStepReleasesOnlyWhatItHolds) {
+  auto b = Open({20000, 20009});
   const LeaseOwner live_step{"9.0", 100, 1000, "boot", 0};
   ASSERT_TRUE(b.value().Lease(live_step, {{"PORT", 1}}).ok());
   // Another slurmstepd with the same step id (job ids restart with
@@ -165,11 +154,8 @@ TEST(PortBroker, AStepReleasesOnlyWhatItHolds) {
   EXPECT_TRUE(b.value().List().value().empty());
 }
 
-TEST(PortBroker, SlurmReservedPortsComeFirst) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
-  auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
+TEST_F(PortBrokerLogic, SlurmReservedPortsComeFirst) {
+  auto b = Open({20000, 20009});
   auto got = b.value().Lease(Owner("3.1"), {{"PORT", 1}, {"RPC", 2}, {"X", 1}}, {20005, 20006, 20007});
   ASSERT_TRUE(got.ok()) << got.error().message;
   EXPECT_EQ(got.value()[0].first, 20005);
@@ -177,11 +163,8 @@ TEST(PortBroker, SlurmReservedPortsComeFirst) {
   EXPECT_EQ(got.value()[2].first, 20000);  // reserved ones used up
 }
 
-TEST(PortBroker, ReservedPortsOutsideTheRangeAreNotUsed) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
-  auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
+TEST_F(PortBrokerLogic, ReservedPortsOutsideTheRangeAreNotUsed) {
+  auto b = Open({20000, 20009});
   // From the job's environment: port 22, or the kernel's ephemeral range.
   auto got = b.value().Lease(Owner("3.2"), {{"PORT", 1}, {"X", 1}}, {22, 40000, 20003});
   ASSERT_TRUE(got.ok()) << got.error().message;
@@ -189,10 +172,7 @@ TEST(PortBroker, ReservedPortsOutsideTheRangeAreNotUsed) {
   EXPECT_EQ(got.value()[1].first, 20000);
 }
 
-TEST(PortBroker, BadConfigurationAndRequests) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
+TEST_F(PortBrokerLogic, BadConfigurationAndRequests) {
   PortBrokerConfig c = Config(d, {30000, 40000});
   auto overlap = PortBroker::Open(c, prober, live);
   ASSERT_FALSE(overlap.ok());
@@ -214,8 +194,14 @@ TEST(PortBroker, BadConfigurationAndRequests) {
   c.lease_dir = open_dir;
   EXPECT_NE(PortBroker::Open(c, prober, live).error().message.find("not writable by group or others"),
             std::string::npos);
+  // Nor is one reached through a link (as run_dir= is checked).
+  const std::string link = d.path() + "/link";
+  ASSERT_EQ(::mkdir((d.path() + "/fine").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink((d.path() + "/fine").c_str(), link.c_str()), 0);
+  c.lease_dir = link;
+  EXPECT_FALSE(PortBroker::Open(c, prober, live).ok());
 
-  auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
+  auto b = Open({20000, 20009});
   ASSERT_TRUE(b.ok());
   EXPECT_FALSE(b.value().Lease(Owner("bad owner"), {{"P", 1}}).ok());
   EXPECT_FALSE(b.value().Lease(Owner("1.0"), {{"P", 1}, {"P", 1}}).ok());
@@ -226,10 +212,7 @@ TEST(PortBroker, BadConfigurationAndRequests) {
   EXPECT_NE(b.value().Lease(Owner("1.0"), {{"Q", 1}}).error().message.find("already holds"), std::string::npos);
 }
 
-TEST(PortBroker, TheLeaseDirectoryAndItsFilesAreClosedToOthers) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
+TEST_F(PortBrokerLogic, TheLeaseDirectoryAndItsFilesAreClosedToOthers) {
   PortBrokerConfig c = Config(d, {20000, 20009});
   c.lease_dir = d.path() + "/run/inferencex/ports";
   auto b = PortBroker::Open(c, prober, live);
@@ -256,10 +239,7 @@ TEST(PortBroker, TheLeaseDirectoryAndItsFilesAreClosedToOthers) {
   EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
-TEST(PortBroker, AHeldLockFailsTheStepAfterItsDeadlineNamingTheHolder) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
+TEST_F(PortBrokerLogic, AHeldLockFailsTheStepAfterItsDeadlineNamingTheHolder) {
   PortBrokerConfig c = Config(d, {20000, 20009});
   c.lock_timeout = std::chrono::milliseconds(200);
   auto b = PortBroker::Open(c, prober, live);
@@ -295,11 +275,8 @@ TEST(PortBroker, AHeldLockFailsTheStepAfterItsDeadlineNamingTheHolder) {
   EXPECT_TRUE(b.value().Lease(Owner("2.0"), {{"PORT", 1}}).ok());
 }
 
-TEST(PortBroker, CorruptLeaseTableIsAnErrorNotAnEmptyTable) {
-  TempDir d;
-  FakeProber prober;
-  FakeLiveness live;
-  auto b = PortBroker::Open(Config(d, {20000, 20009}), prober, live);
+TEST_F(PortBrokerLogic, CorruptLeaseTableIsAnErrorNotAnEmptyTable) {
+  auto b = Open({20000, 20009});
   std::ofstream(d.path() + "/leases/leases") << "20000 1 P 1.0 1 1 boot 0\ngarbage\n";
   auto r = b.value().Lease(Owner("2.0"), {{"P", 1}});
   ASSERT_FALSE(r.ok());
@@ -322,7 +299,7 @@ int Listen(int port) {
 }
 
 TEST(PortBrokerReal, ForeignListenerIsNeverLeased) {
-  TempDir d;
+  test::TempDir d("ix-ports-test");
   BindProber prober;
   ProcessLiveness live;
   const int lo = 21500;
@@ -341,7 +318,7 @@ TEST(PortBrokerReal, ForeignListenerIsNeverLeased) {
 }
 
 TEST(PortBrokerReal, LeasesOfAKilledHolderAreReclaimed) {
-  TempDir d;
+  test::TempDir d("ix-ports-test");
   BindProber prober;
   ProcessLiveness live;
   PortBrokerConfig c = Config(d, {21600, 21602});
@@ -408,15 +385,13 @@ TEST(PortBrokerReal, AZombieOwnerIsDead) {
   ASSERT_NE(owner.start_time, 0u);
   EXPECT_TRUE(live.IsAlive(owner));
   ::close(hold[1]);  // the child exits, and stays a zombie until waited for
-  std::string state;
-  for (int i = 0; i < 500 && state != "Z"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    std::ifstream in("/proc/" + std::to_string(child) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    state = stat.substr(stat.rfind(')') + 2, 1);
-  }
-  ASSERT_EQ(state, "Z");
-  EXPECT_EQ(ProcessStartTime(child), 0u);
+  ASSERT_TRUE(test::WaitUntil(
+      [&] {
+        Result<ProcessInfo> p = ReadProcessInfo(child);
+        return p && p.value().state == 'Z';
+      },
+      std::chrono::seconds(1)));
+  EXPECT_EQ(LiveStartTime(child), 0u);
   EXPECT_FALSE(live.IsAlive(owner));
   ::waitpid(child, nullptr, 0);
 }
@@ -424,7 +399,7 @@ TEST(PortBrokerReal, AZombieOwnerIsDead) {
 // 32 processes lease, really listen on, and release ports in a loop against
 // one lease directory. Two holders of one port would fail to listen.
 TEST(PortBrokerReal, ConcurrentStepsNeverShareAPort) {
-  TempDir d;
+  test::TempDir d("ix-ports-test");
   PortBrokerConfig c = Config(d, {22000, 22199});
   // What is tested is exclusivity, not the lock's deadline (tested on its
   // own): 960 transactions in a queue of 32 take longer than 10 s under

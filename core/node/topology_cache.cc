@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "core/base/proc_fs.h"
 #include "core/node/topology.h"
 #include "core/node/topology_json.h"
 
@@ -82,21 +83,6 @@ void WriteCache(const std::string& path, const std::string& text) {
   }
   ok = ::close(fd) == 0 && ok;
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
-}
-
-// This boot's id (letters, digits, dashes only, so it is safe in a file
-// name), or "" when it cannot be read.
-std::string BootId() {
-  std::string boot;
-  const int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return boot;
-  std::optional<std::string> text = ReadAll(fd, 64);
-  ::close(fd);
-  if (!text) return boot;
-  for (char c : *text) {
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-') boot += c;
-  }
-  return boot;
 }
 
 // What identifies one version of a file's content: any write changes mtime

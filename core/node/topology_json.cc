@@ -1,4 +1,5 @@
 #include "core/node/topology_json.h"
+#include "core/node/topology_writer.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -7,30 +8,20 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <climits>
 #include <cstdio>
 #include <optional>
 #include <utility>
 #include <vector>
 
-// Nothing from topology.cc (so no hwloc): this file compiles alone, as a
-// fuzz target would need.
+// Nothing here needs hwloc: the cache is read by programs that do not load
+// it (ix_node; topology_hwloc.cc is in ix_node_discovery).
 namespace ix {
 namespace {
 
 using rapidjson::Value;
 
 constexpr char kFormat[] = "ix-topology";
-
-// ---- writing ----------------------------------------------------------------
-
-template <class Writer>
-void WriteIds(Writer& w, const std::vector<int>& ids) {
-  w.StartArray();
-  for (int i : ids) w.Int(i);
-  w.EndArray();
-}
 
 // ---- reading ----------------------------------------------------------------
 
@@ -80,28 +71,15 @@ std::string Shown(const Value& v) {
   return "an object";
 }
 
-// A PCI bus id exactly as topology.cc's BusIdString writes it
-// ("%04x:%02x:%02x.%x": lower-case hex, device <= 0x1f, function <= 7), as
+// A PCI bus id exactly as FormatBusId writes it (lower-case hex, device
+// <= 0x1f, function <= 7: what NormalizeBusId gives back unchanged), as
 // {domain, bus, device, function}, the key GPUs are sorted by; nullopt for
 // anything else, so a cache cannot hold a spelling NormalizeBusId would not.
 std::optional<std::array<unsigned, 4>> CanonicalBusId(std::string_view s) {
-  const size_t c1 = s.find(':');
-  const size_t c2 = c1 == std::string_view::npos ? c1 : s.find(':', c1 + 1);
-  const size_t dot = c2 == std::string_view::npos ? c2 : s.find('.', c2 + 1);
-  if (dot == std::string_view::npos) return std::nullopt;
-  const std::string_view parts[4] = {s.substr(0, c1), s.substr(c1 + 1, c2 - c1 - 1), s.substr(c2 + 1, dot - c2 - 1),
-                                     s.substr(dot + 1)};
-  const unsigned limits[4] = {0xffffffffu, 0xffu, 0x1fu, 0x7u};
+  Result<std::string> canonical = NormalizeBusId(s);
+  if (!canonical || canonical.value() != s) return std::nullopt;
   std::array<unsigned, 4> v{};
-  for (int i = 0; i < 4; ++i) {
-    const std::string_view f = parts[i];
-    if (f.empty() || f.size() > 8) return std::nullopt;
-    auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v[i], 16);
-    if (ec != std::errc() || p != f.data() + f.size() || v[i] > limits[i]) return std::nullopt;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", v[0], v[1], v[2], v[3]);
-  if (s != buf) return std::nullopt;
+  std::sscanf(canonical.value().c_str(), "%x:%x:%x.%x", &v[0], &v[1], &v[2], &v[3]);
   return v;
 }
 
@@ -447,56 +425,10 @@ bool Reader::ReadGpus(const Value& list, Topology& t) {
 std::string TopologyToCacheJson(const Topology& t) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  auto str = [&](const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); };
   w.StartObject();
   w.Key("format"); w.String(kFormat);
   w.Key("version"); w.Int(kTopologyJsonVersion);
-  w.Key("source"); str(t.source);
-  w.Key("numa_nodes");
-  w.StartArray();
-  for (const NumaNode& n : t.numa_nodes) {  // free_bytes left out: measured per step
-    w.StartObject();
-    w.Key("os_index"); w.Int(n.os_index);
-    w.Key("total_bytes"); w.Uint64(n.total_bytes);
-    w.Key("cores"); w.Int(n.cores);
-    w.Key("cpus"); WriteIds(w, n.cpus);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("cores");
-  w.StartArray();
-  for (const Core& c : t.cores) {
-    w.StartObject();
-    w.Key("os_index"); w.Int(c.os_index);
-    w.Key("package"); w.Int(c.package);
-    w.Key("numa"); w.Int(c.numa);
-    w.Key("cpus"); WriteIds(w, c.cpus);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("gpus");
-  w.StartArray();
-  for (const Gpu& g : t.gpus) {
-    w.StartObject();
-    w.Key("index"); w.Int(g.index);
-    w.Key("bus_id"); str(g.bus_id);
-    w.Key("vendor_id"); w.Uint(g.vendor_id);
-    w.Key("device_id"); w.Uint(g.device_id);
-    w.Key("class_id"); w.Uint(g.class_id);
-    w.Key("numa");
-    if (g.numa) {
-      w.Int(*g.numa);
-    } else {
-      w.Null();
-    }
-    w.Key("local_numa"); WriteIds(w, g.local_numa);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("notes");
-  w.StartArray();
-  for (const std::string& n : t.notes) str(n);
-  w.EndArray();
+  TopologyWriter<rapidjson::Writer<rapidjson::StringBuffer>>(w, TopologyJsonStyle::kCache).Members(t);
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
 }

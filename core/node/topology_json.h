@@ -23,7 +23,7 @@
 
 namespace ix {
 
-// Bumped whenever the format, or what Build (topology.cc) makes of the same
+// Bumped whenever the format, or what Build (topology_hwloc.cc) makes of the same
 // hardware, changes: a cache file of another version does not load, so it is
 // rewritten from hwloc.
 inline constexpr int kTopologyJsonVersion = 1;

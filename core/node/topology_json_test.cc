@@ -10,10 +10,12 @@
 #include <functional>
 #include <limits>
 
+#include "core/node/topology_fixtures.h"
+
 namespace ix {
 namespace {
 
-const std::string kFixtures = IX_SOURCE_DIR "/tests/fixtures/topology/";
+using test::kTopologyFixtures;
 
 // Field by field, naming the first difference (so a field the format
 // forgets shows up as that field).
@@ -66,7 +68,7 @@ void ExpectRoundTrip(const Topology& t, const std::string& what) {
 
 std::vector<std::string> XmlFixtures() {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(kFixtures)) {
+  for (const auto& e : std::filesystem::directory_iterator(kTopologyFixtures)) {
     if (e.path().extension() == ".xml") out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
@@ -128,7 +130,7 @@ TEST(TopologyCacheJson, UnusualValuesRoundTrip) {
 }
 
 TEST(TopologyCacheJson, FreeMemoryIsNeverWritten) {
-  Result<Topology> t = LoadTopologyXml(kFixtures + "hgx-b300-2tib.xml");
+  Result<Topology> t = LoadTopologyXml(kTopologyFixtures + "hgx-b300-2tib.xml");
   ASSERT_TRUE(t) << t.error().message;
   ASSERT_TRUE(SetNumaFreeBytes(t.value(), 0, 12345));
   const std::string json = TopologyToCacheJson(t.value());
@@ -146,7 +148,7 @@ using Doc = rapidjson::Document;
 // A good document (the 2 TiB HGX: 2 nodes, 128 cores, 8 GPUs) changed by
 // `edit`.
 std::string Edited(const std::function<void(Doc&, Doc::AllocatorType&)>& edit) {
-  Result<Topology> t = LoadTopologyXml(kFixtures + "hgx-b300-2tib.xml");
+  Result<Topology> t = LoadTopologyXml(kTopologyFixtures + "hgx-b300-2tib.xml");
   EXPECT_TRUE(t) << t.error().message;
   Doc d;
   d.Parse(TopologyToCacheJson(t.value()).c_str());
@@ -298,7 +300,7 @@ TEST(TopologyCacheJson, RefusesBrokenText) {
 // Every prefix of a good document, and every byte of it replaced, is
 // either refused or a document that loads; nothing crashes.
 TEST(TopologyCacheJson, NoPrefixOrByteFlipCrashes) {
-  Result<Topology> t = LoadTopologyXml(kFixtures + "small-unsorted.xml");
+  Result<Topology> t = LoadTopologyXml(kTopologyFixtures + "small-unsorted.xml");
   ASSERT_TRUE(t) << t.error().message;
   const std::string good = TopologyToCacheJson(t.value());
   for (size_t n = 0; n < good.size(); ++n) EXPECT_FALSE(TopologyFromCacheJson(good.substr(0, n), "x")) << n;
