@@ -1,6 +1,7 @@
 #include "core/node/binding.h"
 #include "core/base/file_text.h"
 #include "core/base/proc_fs.h"
+#include "core/base/text.h"
 
 #include <sched.h>
 #include <sys/syscall.h>
@@ -10,8 +11,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace ix {
 namespace {
@@ -108,12 +107,7 @@ Status PreparedBinding::Apply() const {
 Result<ProcBinding> ParseProcStatus(std::string_view text, const std::string& where) {
   ProcBinding b;
   bool have_cpus = false, have_mems = false;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(start, end - start);
-    start = end + 1;
+  for (std::string_view line : Lines(text)) {
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     const std::string_view key = line.substr(0, colon);

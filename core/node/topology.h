@@ -70,6 +70,7 @@ struct Gpu {
   std::optional<int> numa;      // the single local node; unset when unknown or several
 };
 
+// One node's topology; its invariants are at the top of this file.
 struct Topology {
   std::string source;                // "this machine" or the XML file path
   std::vector<NumaNode> numa_nodes;  // by os_index

@@ -1,6 +1,6 @@
-// The hwloc half of core/topology.h: discovery of this machine and loading
-// of an hwloc XML, turned into a Topology. Kept apart from topology.cc so
-// that programs using only the sysfs and id-list parts (ix-stepd) do not
+// The hwloc half of core/node/topology.h: discovery of this machine and loading
+// of an hwloc XML, turned into a Topology. Kept apart from the rest (ix_node)
+// so that programs using only the sysfs and id-list parts (ix-stepd) do not
 // load libhwloc and libudev at every start.
 #include <hwloc.h>
 
@@ -14,16 +14,13 @@
 #include <vector>
 
 #include "core/base/file_text.h"
+#include "core/base/text.h"
 #include "core/node/topology.h"
 
 namespace ix {
 namespace {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
-
-bool IsBlank(std::string_view s) {
-  return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
-}
 
 std::vector<int> Bits(hwloc_const_bitmap_t b) {
   std::vector<int> out;
@@ -88,11 +85,8 @@ Status CheckDistinctIndices(const Topology& topo) {
   return Ok{};
 }
 
-// Builds our Topology from a loaded hwloc topology.
-Result<Topology> Build(hwloc_topology_t t, std::string source) {
-  Topology topo;
-  topo.source = std::move(source);
-
+// NUMA nodes with their memory, sorted by os_index (CPUs come with the cores).
+void AddNumaNodes(hwloc_topology_t t, Topology& topo) {
   for (hwloc_obj_t n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, nullptr); n;
        n = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, n)) {
     NumaNode node;
@@ -102,12 +96,14 @@ Result<Topology> Build(hwloc_topology_t t, std::string source) {
   }
   std::sort(topo.numa_nodes.begin(), topo.numa_nodes.end(),
             [](const NumaNode& a, const NumaNode& b) { return a.os_index < b.os_index; });
+}
 
-  // Cores: every PU belongs to its Core ancestor, or is a core of its own
-  // when the topology has no core level. A core's NUMA node is its nearest
-  // one (see NearestNuma); a node's CPUs are those of the cores it is
-  // nearest to, which is what Linux lists as the node's cpulist. hwloc's own
-  // NUMA cpusets also cover CPUs of other nodes for CPU-less memory.
+// Cores: every PU belongs to its Core ancestor, or is a core of its own
+// when the topology has no core level. A core's NUMA node is its nearest
+// one (see NearestNuma); a node's CPUs are those of the cores it is nearest
+// to, which is what Linux lists as the node's cpulist. hwloc's own NUMA
+// cpusets also cover CPUs of other nodes for CPU-less memory.
+void AddCores(hwloc_topology_t t, Topology& topo) {
   std::map<hwloc_obj_t, Core> by_core;
   for (hwloc_obj_t pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, nullptr); pu;
        pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) {
@@ -135,17 +131,38 @@ Result<Topology> Build(hwloc_topology_t t, std::string source) {
     }
     std::sort(n.cpus.begin(), n.cpus.end());
   }
-  if (topo.cores.empty()) return Error{topo.source + ": hwloc found no CPUs"};
-  if (Status s = CheckDistinctIndices(topo); !s) return s.error();
-  if (topo.NumaNodesWithCpus().empty()) return Error{topo.source + ": hwloc found no NUMA node with CPUs"};
+}
 
-  // GPUs, in PCI bus order.
+// The nodes with CPUs local to a GPU: those in its nearest non-I/O
+// ancestor's nodeset or, without one, those whose CPUs overlap its cpuset.
+std::vector<int> LocalNodes(hwloc_topology_t t, hwloc_obj_t gpu, const Topology& topo) {
+  const std::vector<int> with_cpus = topo.NumaNodesWithCpus();
+  hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, gpu);
+  std::vector<int> local;
+  if (anc && anc->nodeset && !hwloc_bitmap_iszero(anc->nodeset)) {
+    for (int n : Bits(anc->nodeset)) {
+      if (std::binary_search(with_cpus.begin(), with_cpus.end(), n)) local.push_back(n);
+    }
+  } else if (anc && anc->cpuset) {
+    for (const NumaNode& n : topo.numa_nodes) {
+      for (int cpu : n.cpus) {
+        if (hwloc_bitmap_isset(anc->cpuset, static_cast<unsigned>(cpu))) {
+          local.push_back(n.os_index);
+          break;
+        }
+      }
+    }
+  }
+  return local;
+}
+
+// The NVIDIA GPUs, in PCI bus order (their index is their place in it).
+Status AddGpus(hwloc_topology_t t, Topology& topo) {
   struct Found {
     std::tuple<unsigned, unsigned, unsigned, unsigned> key;
     Gpu gpu;
   };
   std::vector<Found> found;
-  const std::vector<int> with_cpus = topo.NumaNodesWithCpus();
   for (hwloc_obj_t d = hwloc_get_next_pcidev(t, nullptr); d; d = hwloc_get_next_pcidev(t, d)) {
     if (!IsNvidiaGpu(d)) continue;
     const auto& pci = d->attr->pcidev;
@@ -155,25 +172,8 @@ Result<Topology> Build(hwloc_topology_t t, std::string source) {
     f.gpu.vendor_id = pci.vendor_id;
     f.gpu.device_id = pci.device_id;
     f.gpu.class_id = pci.class_id;
-    hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, d);
-    std::vector<int> local;
-    if (anc && anc->nodeset && !hwloc_bitmap_iszero(anc->nodeset)) {
-      for (int n : Bits(anc->nodeset)) {
-        if (std::binary_search(with_cpus.begin(), with_cpus.end(), n)) local.push_back(n);
-      }
-    } else if (anc && anc->cpuset) {
-      // No nodeset: the nodes whose CPUs overlap the ancestor's.
-      for (const NumaNode& n : topo.numa_nodes) {
-        for (int cpu : n.cpus) {
-          if (hwloc_bitmap_isset(anc->cpuset, static_cast<unsigned>(cpu))) {
-            local.push_back(n.os_index);
-            break;
-          }
-        }
-      }
-    }
-    f.gpu.local_numa = local;
-    if (local.size() == 1) f.gpu.numa = local.front();
+    f.gpu.local_numa = LocalNodes(t, d, topo);
+    if (f.gpu.local_numa.size() == 1) f.gpu.numa = f.gpu.local_numa.front();
     found.push_back(std::move(f));
   }
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.key < b.key; });
@@ -189,6 +189,19 @@ Result<Topology> Build(hwloc_topology_t t, std::string source) {
     found[i].gpu.index = static_cast<int>(i);
     topo.gpus.push_back(std::move(found[i].gpu));
   }
+  return Ok{};
+}
+
+// Builds our Topology from a loaded hwloc topology.
+Result<Topology> Build(hwloc_topology_t t, std::string source) {
+  Topology topo;
+  topo.source = std::move(source);
+  AddNumaNodes(t, topo);
+  AddCores(t, topo);
+  if (topo.cores.empty()) return Error{topo.source + ": hwloc found no CPUs"};
+  if (Status s = CheckDistinctIndices(topo); !s) return s.error();
+  if (topo.NumaNodesWithCpus().empty()) return Error{topo.source + ": hwloc found no NUMA node with CPUs"};
+  if (Status s = AddGpus(t, topo); !s) return s.error();
   return topo;
 }
 
@@ -242,7 +255,7 @@ Result<Topology> LoadTopologyXml(const std::string& path) {
 }
 
 Result<Topology> TopologyFromXmlText(const std::string& text, const std::string& path) {
-  if (IsBlank(text)) return Error{path + ": file is empty, expected an hwloc topology XML"};
+  if (Trim(text).empty()) return Error{path + ": file is empty, expected an hwloc topology XML"};
   HwlocTopology t;
   if (!t.ok()) return Error{"hwloc: cannot initialise a topology: " + ErrnoText(errno)};
   if (t.Configure() != 0) return Error{"hwloc: cannot configure discovery: " + ErrnoText(errno)};
