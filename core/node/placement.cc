@@ -47,11 +47,324 @@ std::vector<int> Sorted(std::vector<int> v) {
   return v;
 }
 
+// The bytes a node offers: its free memory when measured, else its total.
+uint64_t Available(const Topology& topology, int node) {
+  const NumaNode* n = topology.FindNuma(node);
+  return n->free_bytes ? *n->free_bytes : n->total_bytes;
+}
+
 // How many of each host-memory need landed on one node, and their bytes.
 struct NodeTally {
   std::map<size_t, int64_t> counts;  // index into plan.host_memory -> count
   uint64_t raw_bytes = 0;
 };
+
+// The plan's host memory as it is placed, node by node, before the safety
+// factor. Every node with CPUs has a tally from the start (possibly empty).
+class MemoryTally {
+ public:
+  MemoryTally(const LaunchPlan& plan, const Topology& topology, double factor, const std::vector<int>& nodes)
+      : plan_(plan), topology_(topology), factor_(factor) {
+    for (int n : nodes) nodes_[n];
+  }
+  // One of need `need` on `node`, also counted in the rank's `rank_raw`.
+  void Add(int node, size_t need, uint64_t& rank_raw) {
+    NodeTally& t = nodes_[node];
+    t.counts[need] += 1;
+    t.raw_bytes += plan_.host_memory[need].bytes_each;
+    rank_raw += plan_.host_memory[need].bytes_each;
+  }
+  // What `node` has left after what is placed on it so far.
+  uint64_t Left(int node) {
+    const uint64_t a = Available(topology_, node), used = Scale(nodes_[node].raw_bytes, factor_);
+    return a > used ? a - used : 0;
+  }
+  const NodeTally& On(int node) { return nodes_[node]; }
+
+ private:
+  const LaunchPlan& plan_;
+  const Topology& topology_;
+  double factor_;
+  std::map<int, NodeTally> nodes_;
+};
+
+// The step's GPUs: each in the topology, none twice, at least as many as
+// the plan uses (a note when there are more).
+Status CheckStepGpus(const LaunchPlan& plan, const Topology& topology, const std::vector<int>& step,
+                     std::vector<std::string>& notes) {
+  std::set<int> seen;
+  for (int g : step) {
+    if (g < 0 || g >= static_cast<int>(topology.gpus.size())) {
+      return Error{"GPU " + std::to_string(g) + " of the step is not in the topology of " + topology.source +
+                   "; GPUs present: " + topology.DescribeGpus()};
+    }
+    if (!seen.insert(g).second) return Error{"GPU " + std::to_string(g) + " is given twice in the step's GPUs"};
+  }
+  if (static_cast<int64_t>(step.size()) < plan.gpus) {
+    return Error{plan.arm + " uses " + Plural(plan.gpus, "GPU", "GPUs") + " but the step has " +
+                 std::to_string(step.size()) + (step.empty() ? "" : " (node GPUs " + FormatIdList(step) + ")")};
+  }
+  if (static_cast<int64_t>(step.size()) > plan.gpus) {
+    notes.push_back("the step has " + std::to_string(step.size()) + " GPUs; " + plan.arm + " uses the first " +
+                    std::to_string(plan.gpus));
+  }
+  return Ok{};
+}
+
+// The CPUs the step may use that the topology has (`asked` empty: all).
+Result<std::vector<int>> AllowedCpus(const Topology& topology, const std::vector<int>& asked_cpus,
+                                     std::vector<std::string>& notes) {
+  const std::vector<int> all_cpus = topology.AllCpus();
+  std::vector<int> allowed;
+  if (asked_cpus.empty()) {
+    allowed = all_cpus;
+  } else {
+    const std::vector<int> asked = Sorted(asked_cpus);
+    allowed = Intersect(asked, all_cpus);
+    std::vector<int> missing;
+    std::set_difference(asked.begin(), asked.end(), all_cpus.begin(), all_cpus.end(), std::back_inserter(missing));
+    if (!missing.empty()) {
+      notes.push_back("allowed CPUs " + FormatIdList(missing) + " are not in the topology and are ignored");
+    }
+  }
+  if (allowed.empty()) {
+    return Error{"placement: none of the step's allowed CPUs (" + FormatIdList(asked_cpus) +
+                 ") is in the topology of " + topology.source + " (CPUs " + FormatIdList(all_cpus) + ")"};
+  }
+  return allowed;
+}
+
+// The node-level GPUs of plan rank `pr` (its step-local indices mapped).
+Result<std::vector<int>> RankGpus(const LaunchPlan& plan, const PlannedRank& pr, const std::vector<int>& step) {
+  std::vector<int> gpus;
+  for (int64_t local : pr.gpus) {
+    if (local < 0 || local >= static_cast<int64_t>(step.size())) {
+      return Error{plan.arm + " rank " + std::to_string(pr.rank) + " uses step GPU " + std::to_string(local) +
+                   "; the step has " + std::to_string(step.size())};
+    }
+    gpus.push_back(step[static_cast<size_t>(local)]);
+  }
+  return gpus;
+}
+
+// The NUMA node of the rank's first GPU with a known one (nullopt: none
+// has), with a note when that is not its first GPU or its GPUs span nodes.
+std::optional<int> LocalNuma(const RankPlacement& rp, const Topology& topology, std::vector<std::string>& notes) {
+  const Gpu* known = nullptr;
+  std::vector<int> gpu_nodes;
+  for (int g : rp.gpus) {
+    const Gpu& gpu = topology.gpus[static_cast<size_t>(g)];
+    if (gpu.numa) {
+      if (!known) known = &gpu;
+      gpu_nodes.push_back(*gpu.numa);
+    }
+  }
+  if (!known) return std::nullopt;
+  gpu_nodes = Sorted(gpu_nodes);
+  const int numa = *known->numa;
+  const std::string who = "rank " + std::to_string(rp.rank);
+  const std::string placed = "; placed on node " + std::to_string(numa) + ", the node of GPU " +
+                             std::to_string(known->index);
+  if (!rp.gpus.empty() && known->index != rp.gpus.front()) {
+    notes.push_back(who + ": GPU " + std::to_string(rp.gpus.front()) + " has no known NUMA node" + placed);
+  }
+  if (gpu_nodes.size() > 1) {
+    notes.push_back(who + "'s GPUs " + FormatIdList(rp.gpus) + " span NUMA nodes " + FormatIdList(gpu_nodes) + placed);
+  }
+  return numa;
+}
+
+// No locality: among the first GPU's candidate nodes (or all), the one with
+// the most memory left after what is already placed; said in a note.
+int RoomiestNuma(const RankPlacement& rp, const Topology& topology, const std::vector<int>& targets,
+                 MemoryTally& tally, std::vector<std::string>& notes) {
+  std::vector<int> candidates = targets;
+  std::string why = "no NUMA locality";
+  if (!rp.gpus.empty()) {
+    const Gpu& first = topology.gpus[static_cast<size_t>(rp.gpus.front())];
+    if (!first.local_numa.empty()) {
+      candidates = first.local_numa;
+      why = "no single NUMA node (local to nodes " + FormatIdList(first.local_numa) + ")";
+    }
+  }
+  int best = candidates.front();
+  for (int n : candidates) {
+    if (tally.Left(n) > tally.Left(best)) best = n;
+  }
+  const std::string gpu_text = rp.gpus.empty() ? std::string("it has no GPU")
+                                               : "GPU " + std::to_string(rp.gpus.front()) + " (" +
+                                                     topology.gpus[static_cast<size_t>(rp.gpus.front())].bus_id +
+                                                     ") has " + why;
+  notes.push_back("rank " + std::to_string(rp.rank) + ": " + gpu_text + "; placed on node " + std::to_string(best) +
+                  ", the one with the most memory available");
+  return best;
+}
+
+// Rank `ri`'s host memory tallied where it lands: per-DP-rank and per-step
+// needs (the latter with rank 0) on its node, per-GPU needs on each GPU's
+// node. Returns the rank's share before the safety factor.
+uint64_t TallyRankMemory(const LaunchPlan& plan, size_t ri, const RankPlacement& rp, const Topology& topology,
+                         MemoryTally& tally) {
+  uint64_t rank_raw = 0;
+  for (size_t ni = 0; ni < plan.host_memory.size(); ++ni) {
+    switch (plan.host_memory[ni].per) {
+      case HostMemoryNeed::Per::kDpRank:
+        tally.Add(rp.numa, ni, rank_raw);
+        break;
+      case HostMemoryNeed::Per::kGpu:
+        for (int g : rp.gpus) {
+          const Gpu& gpu = topology.gpus[static_cast<size_t>(g)];
+          tally.Add(gpu.numa ? *gpu.numa : rp.numa, ni, rank_raw);
+        }
+        break;
+      case HostMemoryNeed::Per::kStep:
+        if (ri == 0) tally.Add(rp.numa, ni, rank_raw);
+        break;
+    }
+  }
+  return rank_raw;
+}
+
+// Plan rank `ri`: its GPUs, its NUMA node, its memory (CPUs come later,
+// once every rank's node is known).
+Result<RankPlacement> PlaceRank(const LaunchPlan& plan, size_t ri, const Topology& topology,
+                                const std::vector<int>& step, const std::vector<int>& targets, MemoryTally& tally,
+                                double factor, std::vector<std::string>& notes) {
+  RankPlacement rp;
+  rp.rank = plan.ranks[ri].rank;
+  Result<std::vector<int>> gpus = RankGpus(plan, plan.ranks[ri], step);
+  if (!gpus) return gpus.error();
+  rp.gpus = std::move(gpus).value();
+  const std::optional<int> local = LocalNuma(rp, topology, notes);
+  rp.numa = local ? *local : RoomiestNuma(rp, topology, targets, tally, notes);
+  rp.host_bytes = Scale(TallyRankMemory(plan, ri, rp, topology, tally), factor);
+  return rp;
+}
+
+// The allowed CPUs of each core of `node` (cores without any left out).
+std::vector<std::vector<int>> AllowedCoresOn(const Topology& topology, int node, const std::vector<int>& allowed) {
+  std::vector<std::vector<int>> cores;
+  for (const Core& c : topology.cores) {
+    if (c.numa != node) continue;
+    std::vector<int> a = Intersect(c.cpus, allowed);
+    if (!a.empty()) cores.push_back(std::move(a));
+  }
+  return cores;
+}
+
+// CPUs: each node's allowed cores split evenly among the ranks on it
+// (`ranks` indexes into `placed`), disjoint when there are enough cores,
+// shared round-robin (with a note) when not, and all allowed CPUs (with a
+// note) when the node has none.
+void ShareCoresOf(int node, const std::vector<size_t>& ranks, std::vector<RankPlacement>& placed,
+                  const Topology& topology, const std::vector<int>& allowed, std::vector<std::string>& notes) {
+  const std::vector<std::vector<int>> cores = AllowedCoresOn(topology, node, allowed);
+  const size_t k = ranks.size(), n = cores.size();
+  if (n == 0) {
+    std::vector<int64_t> ids;
+    for (size_t i : ranks) ids.push_back(placed[i].rank);
+    for (size_t i : ranks) placed[i].cpus = allowed;
+    notes.push_back("NUMA node " + std::to_string(node) + " has none of the step's allowed CPUs (" +
+                    FormatIdList(allowed) + "); " + (k == 1 ? "rank " : "ranks ") + RankList(ids) +
+                    " run on all of them, not local to their GPUs");
+    return;
+  }
+  if (n < k) {
+    notes.push_back("NUMA node " + std::to_string(node) + " has " +
+                    Plural(static_cast<int64_t>(n), "allowed core", "allowed cores") + " for " + std::to_string(k) +
+                    " ranks; ranks share cores");
+  }
+  for (size_t j = 0; j < k; ++j) {
+    std::vector<int> cpus;
+    if (n >= k) {
+      for (size_t c = j * n / k; c < (j + 1) * n / k; ++c) cpus.insert(cpus.end(), cores[c].begin(), cores[c].end());
+    } else {
+      cpus = cores[j % n];
+    }
+    placed[ranks[j]].cpus = Sorted(std::move(cpus));
+  }
+}
+
+void ShareCores(std::vector<RankPlacement>& placed, const Topology& topology, const std::vector<int>& allowed,
+                std::vector<std::string>& notes) {
+  std::map<int, std::vector<size_t>> on_node;  // node -> indices into `placed`
+  for (size_t i = 0; i < placed.size(); ++i) on_node[placed[i].numa].push_back(i);
+  for (const auto& [node, idx] : on_node) ShareCoresOf(node, idx, placed, topology, allowed, notes);
+}
+
+// "4 ranks x 189 GiB + 1 GiB for the step ..., safety factor 1.2"; "" when
+// nothing lands on the node.
+std::string Breakdown(const LaunchPlan& plan, const NodeTally& t, double factor) {
+  std::string terms;
+  for (const auto& [ni, count] : t.counts) {
+    const PlannedHostMemory& h = plan.host_memory[ni];
+    std::string term;
+    switch (h.per) {
+      case HostMemoryNeed::Per::kDpRank: term = Plural(count, "rank", "ranks") + " x " + FormatBytes(h.bytes_each); break;
+      case HostMemoryNeed::Per::kGpu: term = Plural(count, "GPU", "GPUs") + " x " + FormatBytes(h.bytes_each); break;
+      case HostMemoryNeed::Per::kStep: term = FormatBytes(h.bytes_each) + " for the step"; break;
+    }
+    if (plan.host_memory.size() > 1) term += " " + h.name;
+    terms += (terms.empty() ? "" : " + ") + term;
+  }
+  if (!terms.empty() && factor != 1.0) terms += ", safety factor " + FactorText(factor);
+  return terms;
+}
+
+// What the plan needs on `node` and what the node has; a problem when it
+// needs more.
+NumaDemand DemandOn(int node, const LaunchPlan& plan, const Topology& topology, MemoryTally& tally, double factor,
+                    Placement& out) {
+  NumaDemand d;
+  d.node = node;
+  for (const RankPlacement& r : out.ranks) {
+    if (r.numa == node) d.ranks.push_back(r.rank);
+  }
+  d.needed_bytes = Scale(tally.On(node).raw_bytes, factor);
+  d.available_bytes = Available(topology, node);
+  d.available_is_free = topology.FindNuma(node)->free_bytes.has_value();
+  d.breakdown = Breakdown(plan, tally.On(node), factor);
+  if (d.needed_bytes > d.available_bytes) {
+    const std::string n = std::to_string(node);
+    out.problems.push_back(plan.arm + " needs " + FormatBytes(d.needed_bytes) + " on NUMA node " + n + " (" +
+                           d.breakdown + "); node " + n + " has " + FormatBytes(d.available_bytes) +
+                           (d.available_is_free ? " available" : " in total (free memory not measured)"));
+  }
+  return d;
+}
+
+// /dev/shm: enough free for the step, when known.
+void CheckShm(const LaunchPlan& plan, const PlacementRequest& request, Placement& out) {
+  out.shm_needed_bytes = request.shm_needed_bytes;
+  out.shm_free_bytes = request.shm_free_bytes;
+  if (request.shm_needed_bytes == 0) return;
+  if (!request.shm_free_bytes) {
+    out.notes.push_back("/dev/shm free space unknown; not checked");
+  } else if (*request.shm_free_bytes < request.shm_needed_bytes) {
+    out.problems.push_back(plan.arm + " needs " + FormatBytes(request.shm_needed_bytes) +
+                           " free in /dev/shm; /dev/shm has " + FormatBytes(*request.shm_free_bytes) + " free");
+  }
+}
+
+// RLIMIT_MEMLOCK: every rank process pins its own share, so the limit must
+// cover the largest, when known.
+void CheckMemlock(const LaunchPlan& plan, const PlacementRequest& request, Placement& out) {
+  out.memlock = request.memlock;
+  if (!request.pinned_memory) return;
+  const RankPlacement* largest = nullptr;
+  for (const RankPlacement& r : out.ranks) {
+    if (!largest || r.host_bytes > largest->host_bytes) largest = &r;
+  }
+  out.memlock_needed_bytes = largest ? largest->host_bytes : 0;
+  if (out.memlock_needed_bytes == 0) return;
+  if (!request.memlock) {
+    out.notes.push_back("RLIMIT_MEMLOCK unknown; not checked");
+  } else if (!request.memlock->unlimited && request.memlock->bytes < out.memlock_needed_bytes) {
+    out.problems.push_back(plan.arm + " needs RLIMIT_MEMLOCK of at least " + FormatBytes(out.memlock_needed_bytes) +
+                           " to pin host memory (per rank process; rank " + std::to_string(largest->rank) +
+                           " pins the most); the limit is " + DescribeMemlock(*request.memlock));
+  }
+}
 
 }  // namespace
 
@@ -71,244 +384,20 @@ Result<Placement> PlanPlacement(const LaunchPlan& plan, const Topology& topology
   if (!std::isfinite(factor) || factor <= 0) {
     return Error{"placement: safety factor " + FactorText(factor) + " must be a number > 0 (1 = the recipe's needs)"};
   }
-
-  // The step's GPUs.
-  const std::vector<int>& step = request.step_gpus;
-  std::set<int> seen;
-  for (int g : step) {
-    if (g < 0 || g >= static_cast<int>(topology.gpus.size())) {
-      return Error{"GPU " + std::to_string(g) + " of the step is not in the topology of " + topology.source +
-                   "; GPUs present: " + topology.DescribeGpus()};
-    }
-    if (!seen.insert(g).second) return Error{"GPU " + std::to_string(g) + " is given twice in the step's GPUs"};
-  }
-  if (static_cast<int64_t>(step.size()) < plan.gpus) {
-    return Error{plan.arm + " uses " + Plural(plan.gpus, "GPU", "GPUs") + " but the step has " +
-                 std::to_string(step.size()) + (step.empty() ? "" : " (node GPUs " + FormatIdList(step) + ")")};
-  }
-  if (static_cast<int64_t>(step.size()) > plan.gpus) {
-    out.notes.push_back("the step has " + std::to_string(step.size()) + " GPUs; " + plan.arm + " uses the first " +
-                        std::to_string(plan.gpus));
-  }
-
-  // The CPUs it may use.
-  const std::vector<int> all_cpus = topology.AllCpus();
-  std::vector<int> allowed;
-  if (request.allowed_cpus.empty()) {
-    allowed = all_cpus;
-  } else {
-    const std::vector<int> asked = Sorted(request.allowed_cpus);
-    allowed = Intersect(asked, all_cpus);
-    std::vector<int> missing;
-    std::set_difference(asked.begin(), asked.end(), all_cpus.begin(), all_cpus.end(), std::back_inserter(missing));
-    if (!missing.empty()) {
-      out.notes.push_back("allowed CPUs " + FormatIdList(missing) + " are not in the topology and are ignored");
-    }
-  }
-  if (allowed.empty()) {
-    return Error{"placement: none of the step's allowed CPUs (" + FormatIdList(request.allowed_cpus) +
-                 ") is in the topology of " + topology.source + " (CPUs " + FormatIdList(all_cpus) + ")"};
-  }
-
+  if (Status g = CheckStepGpus(plan, topology, request.step_gpus, out.notes); !g) return g.error();
+  Result<std::vector<int>> allowed = AllowedCpus(topology, request.allowed_cpus, out.notes);
+  if (!allowed) return allowed.error();
   const std::vector<int> targets = topology.NumaNodesWithCpus();
-  auto available = [&](int node) {
-    const NumaNode* n = topology.FindNuma(node);
-    return n->free_bytes ? *n->free_bytes : n->total_bytes;
-  };
-  std::map<int, NodeTally> tally;
-  for (int n : targets) tally[n];
-  auto add = [&](int node, size_t need, uint64_t* rank_raw) {
-    NodeTally& t = tally[node];
-    t.counts[need] += 1;
-    t.raw_bytes += plan.host_memory[need].bytes_each;
-    *rank_raw += plan.host_memory[need].bytes_each;
-  };
-
-  // Each rank: its GPUs, its NUMA node, its memory.
+  MemoryTally tally(plan, topology, factor, targets);
   for (size_t ri = 0; ri < plan.ranks.size(); ++ri) {
-    const PlannedRank& pr = plan.ranks[ri];
-    RankPlacement rp;
-    rp.rank = pr.rank;
-    for (int64_t local : pr.gpus) {
-      if (local < 0 || local >= static_cast<int64_t>(step.size())) {
-        return Error{plan.arm + " rank " + std::to_string(pr.rank) + " uses step GPU " + std::to_string(local) +
-                     "; the step has " + std::to_string(step.size())};
-      }
-      rp.gpus.push_back(step[static_cast<size_t>(local)]);
-    }
-    const std::string who = "rank " + std::to_string(pr.rank);
-    const Gpu* known = nullptr;
-    std::vector<int> gpu_nodes;
-    for (int g : rp.gpus) {
-      const Gpu& gpu = topology.gpus[static_cast<size_t>(g)];
-      if (gpu.numa) {
-        if (!known) known = &gpu;
-        gpu_nodes.push_back(*gpu.numa);
-      }
-    }
-    gpu_nodes = Sorted(gpu_nodes);
-    if (known) {
-      rp.numa = *known->numa;
-      if (!rp.gpus.empty() && known->index != rp.gpus.front()) {
-        out.notes.push_back(who + ": GPU " + std::to_string(rp.gpus.front()) +
-                            " has no known NUMA node; placed on node " + std::to_string(rp.numa) + ", the node of GPU " +
-                            std::to_string(known->index));
-      }
-      if (gpu_nodes.size() > 1) {
-        out.notes.push_back(who + "'s GPUs " + FormatIdList(rp.gpus) + " span NUMA nodes " +
-                            FormatIdList(gpu_nodes) + "; placed on node " + std::to_string(rp.numa) +
-                            ", the node of GPU " + std::to_string(known->index));
-      }
-    } else {
-      // No locality: among the GPU's candidate nodes (or all), the one with
-      // the most memory left after what is already placed.
-      std::vector<int> candidates = targets;
-      std::string why = "no NUMA locality";
-      if (!rp.gpus.empty()) {
-        const Gpu& first = topology.gpus[static_cast<size_t>(rp.gpus.front())];
-        if (!first.local_numa.empty()) {
-          candidates = first.local_numa;
-          why = "no single NUMA node (local to nodes " + FormatIdList(first.local_numa) + ")";
-        }
-      }
-      int best = candidates.front();
-      auto left = [&](int n) {
-        const uint64_t a = available(n), used = Scale(tally[n].raw_bytes, factor);
-        return a > used ? a - used : 0;
-      };
-      for (int n : candidates) {
-        if (left(n) > left(best)) best = n;
-      }
-      rp.numa = best;
-      const std::string gpu_text = rp.gpus.empty() ? std::string("it has no GPU")
-                                                   : "GPU " + std::to_string(rp.gpus.front()) + " (" +
-                                                         topology.gpus[static_cast<size_t>(rp.gpus.front())].bus_id +
-                                                         ") has " + why;
-      out.notes.push_back(who + ": " + gpu_text + "; placed on node " + std::to_string(best) +
-                          ", the one with the most memory available");
-    }
-
-    uint64_t rank_raw = 0;
-    for (size_t ni = 0; ni < plan.host_memory.size(); ++ni) {
-      switch (plan.host_memory[ni].per) {
-        case HostMemoryNeed::Per::kDpRank:
-          add(rp.numa, ni, &rank_raw);
-          break;
-        case HostMemoryNeed::Per::kGpu:
-          for (int g : rp.gpus) {
-            const Gpu& gpu = topology.gpus[static_cast<size_t>(g)];
-            add(gpu.numa ? *gpu.numa : rp.numa, ni, &rank_raw);
-          }
-          break;
-        case HostMemoryNeed::Per::kStep:
-          if (ri == 0) add(rp.numa, ni, &rank_raw);
-          break;
-      }
-    }
-    rp.host_bytes = Scale(rank_raw, factor);
-    out.ranks.push_back(std::move(rp));
+    Result<RankPlacement> rp = PlaceRank(plan, ri, topology, request.step_gpus, targets, tally, factor, out.notes);
+    if (!rp) return rp.error();
+    out.ranks.push_back(std::move(rp).value());
   }
-
-  // CPUs: each node's allowed cores split evenly among the ranks on it.
-  std::map<int, std::vector<size_t>> on_node;  // node -> indices into out.ranks
-  for (size_t i = 0; i < out.ranks.size(); ++i) on_node[out.ranks[i].numa].push_back(i);
-  for (const auto& [node, idx] : on_node) {
-    std::vector<std::vector<int>> cores;  // allowed CPUs of each core of the node
-    for (const Core& c : topology.cores) {
-      if (c.numa != node) continue;
-      std::vector<int> a = Intersect(c.cpus, allowed);
-      if (!a.empty()) cores.push_back(std::move(a));
-    }
-    std::vector<int64_t> ranks;
-    for (size_t i : idx) ranks.push_back(out.ranks[i].rank);
-    const size_t k = idx.size(), n = cores.size();
-    if (n == 0) {
-      for (size_t i : idx) out.ranks[i].cpus = allowed;
-      out.notes.push_back("NUMA node " + std::to_string(node) + " has none of the step's allowed CPUs (" +
-                          FormatIdList(allowed) + "); " + (k == 1 ? "rank " : "ranks ") + RankList(ranks) +
-                          " run on all of them, not local to their GPUs");
-      continue;
-    }
-    if (n < k) {
-      out.notes.push_back("NUMA node " + std::to_string(node) + " has " + Plural(static_cast<int64_t>(n), "allowed core", "allowed cores") +
-                          " for " + std::to_string(k) + " ranks; ranks share cores");
-    }
-    for (size_t j = 0; j < k; ++j) {
-      std::vector<int> cpus;
-      if (n >= k) {
-        for (size_t c = j * n / k; c < (j + 1) * n / k; ++c) cpus.insert(cpus.end(), cores[c].begin(), cores[c].end());
-      } else {
-        cpus = cores[j % n];
-      }
-      out.ranks[idx[j]].cpus = Sorted(std::move(cpus));
-    }
-  }
-
-  // Memory per node.
-  for (int node : targets) {
-    const NodeTally& t = tally[node];
-    NumaDemand d;
-    d.node = node;
-    for (const RankPlacement& r : out.ranks) {
-      if (r.numa == node) d.ranks.push_back(r.rank);
-    }
-    d.needed_bytes = Scale(t.raw_bytes, factor);
-    d.available_bytes = available(node);
-    d.available_is_free = topology.FindNuma(node)->free_bytes.has_value();
-    std::string terms;
-    for (const auto& [ni, count] : t.counts) {
-      const PlannedHostMemory& h = plan.host_memory[ni];
-      std::string term;
-      switch (h.per) {
-        case HostMemoryNeed::Per::kDpRank: term = Plural(count, "rank", "ranks") + " x " + FormatBytes(h.bytes_each); break;
-        case HostMemoryNeed::Per::kGpu: term = Plural(count, "GPU", "GPUs") + " x " + FormatBytes(h.bytes_each); break;
-        case HostMemoryNeed::Per::kStep: term = FormatBytes(h.bytes_each) + " for the step"; break;
-      }
-      if (plan.host_memory.size() > 1) term += " " + h.name;
-      terms += (terms.empty() ? "" : " + ") + term;
-    }
-    if (!terms.empty() && factor != 1.0) terms += ", safety factor " + FactorText(factor);
-    d.breakdown = terms;
-    if (d.needed_bytes > d.available_bytes) {
-      const std::string n = std::to_string(node);
-      out.problems.push_back(plan.arm + " needs " + FormatBytes(d.needed_bytes) + " on NUMA node " + n + " (" +
-                             d.breakdown + "); node " + n + " has " + FormatBytes(d.available_bytes) +
-                             (d.available_is_free ? " available" : " in total (free memory not measured)"));
-    }
-    out.numa.push_back(std::move(d));
-  }
-
-  // /dev/shm.
-  out.shm_needed_bytes = request.shm_needed_bytes;
-  out.shm_free_bytes = request.shm_free_bytes;
-  if (request.shm_needed_bytes > 0) {
-    if (!request.shm_free_bytes) {
-      out.notes.push_back("/dev/shm free space unknown; not checked");
-    } else if (*request.shm_free_bytes < request.shm_needed_bytes) {
-      out.problems.push_back(plan.arm + " needs " + FormatBytes(request.shm_needed_bytes) +
-                             " free in /dev/shm; /dev/shm has " + FormatBytes(*request.shm_free_bytes) + " free");
-    }
-  }
-
-  // RLIMIT_MEMLOCK: every rank process pins its own share.
-  out.memlock = request.memlock;
-  if (request.pinned_memory) {
-    const RankPlacement* largest = nullptr;
-    for (const RankPlacement& r : out.ranks) {
-      if (!largest || r.host_bytes > largest->host_bytes) largest = &r;
-    }
-    out.memlock_needed_bytes = largest ? largest->host_bytes : 0;
-    if (out.memlock_needed_bytes > 0) {
-      if (!request.memlock) {
-        out.notes.push_back("RLIMIT_MEMLOCK unknown; not checked");
-      } else if (!request.memlock->unlimited && request.memlock->bytes < out.memlock_needed_bytes) {
-        out.problems.push_back(plan.arm + " needs RLIMIT_MEMLOCK of at least " + FormatBytes(out.memlock_needed_bytes) +
-                               " to pin host memory (per rank process; rank " + std::to_string(largest->rank) +
-                               " pins the most); the limit is " + DescribeMemlock(*request.memlock));
-      }
-    }
-  }
-
+  ShareCores(out.ranks, topology, allowed.value(), out.notes);
+  for (int node : targets) out.numa.push_back(DemandOn(node, plan, topology, tally, factor, out));
+  CheckShm(plan, request, out);
+  CheckMemlock(plan, request, out);
   out.fits = out.problems.empty();
   return out;
 }
@@ -344,6 +433,15 @@ void WriteMemlockLimit(Writer& w, const std::optional<MemlockLimit>& limit) {
   }
 }
 
+// "key": [each item written by `put`].
+template <class Writer, class List, class Put>
+void WriteArray(Writer& w, const char* key, const List& items, Put put) {
+  w.Key(key);
+  w.StartArray();
+  for (const auto& item : items) put(item);
+  w.EndArray();
+}
+
 template <class Writer>
 void WritePlacement(Writer& w, const Placement& p) {
   auto str = [&](const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); };
@@ -351,37 +449,25 @@ void WritePlacement(Writer& w, const Placement& p) {
   w.Key("arm"); str(p.arm);
   w.Key("verdict"); w.String(p.fits ? "fits" : "refused");
   w.Key("safety_factor"); w.Double(p.safety_factor);
-  w.Key("ranks");
-  w.StartArray();
-  for (const RankPlacement& r : p.ranks) {
+  WriteArray(w, "ranks", p.ranks, [&](const RankPlacement& r) {
     w.StartObject();
     w.Key("rank"); w.Int64(r.rank);
-    w.Key("gpus");
-    w.StartArray();
-    for (int g : r.gpus) w.Int(g);
-    w.EndArray();
+    WriteArray(w, "gpus", r.gpus, [&](int g) { w.Int(g); });
     w.Key("numa"); w.Int(r.numa);
     w.Key("cpus"); str(FormatIdList(r.cpus));
     w.Key("host_bytes"); w.Uint64(r.host_bytes);
     w.EndObject();
-  }
-  w.EndArray();
-  w.Key("numa");
-  w.StartArray();
-  for (const NumaDemand& d : p.numa) {
+  });
+  WriteArray(w, "numa", p.numa, [&](const NumaDemand& d) {
     w.StartObject();
     w.Key("node"); w.Int(d.node);
-    w.Key("ranks");
-    w.StartArray();
-    for (int64_t r : d.ranks) w.Int64(r);
-    w.EndArray();
+    WriteArray(w, "ranks", d.ranks, [&](int64_t r) { w.Int64(r); });
     w.Key("needed_bytes"); w.Uint64(d.needed_bytes);
     w.Key("available_bytes"); w.Uint64(d.available_bytes);
     w.Key("available"); w.String(d.available_is_free ? "free" : "total");
     w.Key("breakdown"); str(d.breakdown);
     w.EndObject();
-  }
-  w.EndArray();
+  });
   w.Key("shm");
   w.StartObject();
   w.Key("needed_bytes"); w.Uint64(p.shm_needed_bytes);
@@ -400,14 +486,8 @@ void WritePlacement(Writer& w, const Placement& p) {
   w.Key("set"); WriteMemlockLimit(w, p.memlock_set);
   w.Key("reason"); str(p.memlock_reason);
   w.EndObject();
-  w.Key("problems");
-  w.StartArray();
-  for (const std::string& s : p.problems) str(s);
-  w.EndArray();
-  w.Key("notes");
-  w.StartArray();
-  for (const std::string& s : p.notes) str(s);
-  w.EndArray();
+  WriteArray(w, "problems", p.problems, str);
+  WriteArray(w, "notes", p.notes, str);
   w.EndObject();
 }
 
