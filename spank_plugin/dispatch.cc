@@ -1,10 +1,13 @@
 // The SPANK entry points of spank_inferencex.so. Like Pyxis, this file only
 // routes each callback to the file of its context (srun_side.cc for srun,
-// sbatch and salloc; slurmstepd_side.cc for slurmstepd).
+// sbatch and salloc; slurmstepd_side.cc for the hooks that run inside
+// slurmstepd, which in turn starts ix-stepd).
 // Rules for code loaded into slurmstepd: hooks are extern "C", no exception
 // crosses a hook, only the SPANK symbols are exported (spank_inferencex.map),
 // and nothing happens at all unless an --inferencex-* option was given.
+#include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,17 @@ PluginState g_state;
 
 enum OptionId { kArm = 1, kRecipe, kConc, kEvalOnly, kReadyTimeout, kPlacement };
 
+// A numeric option's value: kept when it parsed (0), else refused with the
+// parser's message (-1).
+int SetNumber(const ix::Result<int64_t>& parsed, std::optional<int64_t>& field) {
+  if (!parsed) {
+    slurm_error("inferencex: %s", parsed.error().message.c_str());
+    return -1;
+  }
+  field = parsed.value();
+  return 0;
+}
+
 int OnOption(int val, const char* optarg, int /*remote*/) noexcept {
   try {
     const std::string value = optarg ? optarg : "";
@@ -45,24 +59,8 @@ int OnOption(int val, const char* optarg, int /*remote*/) noexcept {
       case kRecipe: g_state.options.recipe = value; break;
       case kEvalOnly: g_state.options.eval_only = true; break;
       case kPlacement: g_state.options.placement = value; break;
-      case kReadyTimeout: {
-        ix::Result<int64_t> t = ix::ParseReadyTimeout(value);
-        if (!t) {
-          slurm_error("inferencex: %s", t.error().message.c_str());
-          return -1;
-        }
-        g_state.options.ready_timeout_s = t.value();
-        break;
-      }
-      case kConc: {
-        ix::Result<int64_t> conc = ix::ParseConcurrency(value);
-        if (!conc) {
-          slurm_error("inferencex: %s", conc.error().message.c_str());
-          return -1;
-        }
-        g_state.options.conc = conc.value();
-        break;
-      }
+      case kReadyTimeout: return SetNumber(ix::ParseReadyTimeout(value), g_state.options.ready_timeout_s);
+      case kConc: return SetNumber(ix::ParseConcurrency(value), g_state.options.conc);
       default: return -1;
     }
     return 0;
@@ -150,7 +148,7 @@ int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
     if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) {
       return ix::SrunInitPostOpt(g_state.args, g_state.options);
     }
-    if (ctx == S_CTX_REMOTE) return ix::StepdInitPostOpt(sp, g_state.args, g_state.options);
+    if (ctx == S_CTX_REMOTE) return ix::SlurmstepdInitPostOpt(sp, g_state.args, g_state.options);
     return 0;
   } catch (const std::exception& e) {
     slurm_error("inferencex: internal error: %s", e.what());
@@ -162,15 +160,15 @@ int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
 }
 
 int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
-  return RemoteHook("task_init", [&] { return ix::StepdTaskInit(sp); });
+  return RemoteHook("task_init", [&] { return ix::SlurmstepdTaskInit(sp); });
 }
 
 int slurm_spank_task_exit(spank_t sp, int /*ac*/, char** /*av*/) {
-  return RemoteHook("task_exit", [&] { return ix::StepdTaskExit(sp); });
+  return RemoteHook("task_exit", [&] { return ix::SlurmstepdTaskExit(sp); });
 }
 
 int slurm_spank_exit(spank_t sp, int /*ac*/, char** /*av*/) {
-  return RemoteHook("exit", [&] { return ix::StepdExit(sp, g_state.args); });
+  return RemoteHook("exit", [&] { return ix::SlurmstepdExit(sp, g_state.args); });
 }
 
 }  // extern "C"

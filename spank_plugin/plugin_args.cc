@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <utility>
 
 #include "core/yaml/yaml_reader.h"
 
@@ -34,56 +35,46 @@ Result<MemlockSetting> ParseMemlock(const std::string& v) {
   return m;
 }
 
+// The keys whose value is an absolute path, and the field each sets.
+const std::pair<const char*, std::string PluginArgs::*> kPathKeys[] = {
+    {"recipe_dir", &PluginArgs::recipe_dir}, {"lease_dir", &PluginArgs::lease_dir},
+    {"run_dir", &PluginArgs::run_dir},       {"agent_socket", &PluginArgs::agent_socket},
+    {"topology", &PluginArgs::topology},     {"stepd", &PluginArgs::stepd}};
+
+// A parsed value into its field, or the parser's refusal.
+template <class T, class Refuse>
+Status Store(Result<T> parsed, T& field, Refuse refuse) {
+  if (!parsed) return refuse(parsed.error().message);
+  field = std::move(parsed).value();
+  return Ok{};
+}
+
+// One KEY=VALUE argument `arg` (already split) into `out`.
+Status ParseArg(const std::string& arg, const std::string& key, const std::string& value, PluginArgs& out) {
+  auto refuse = [&](const std::string& why) -> Status {
+    return Error{"plugstack.conf argument '" + arg + "': " + why};
+  };
+  for (const auto& [name, field] : kPathKeys) {
+    if (key != name) continue;
+    if (value[0] != '/') return refuse(key + " must be an absolute path");
+    out.*field = value;
+    return Ok{};
+  }
+  if (key == "port_range") return Store(ParsePortRange(value), out.port_range, refuse);
+  if (key == "memlock") return Store(ParseMemlock(value), out.memlock, refuse);
+  return refuse("unknown key '" + key + "'; keys: " + JoinNames(PluginArgKeys()));
+}
+
 }  // namespace
 
 Result<PluginArgs> ParsePluginArgs(const std::vector<std::string>& args) {
   PluginArgs out;
-  const std::string keys = JoinNames(PluginArgKeys());
   for (const std::string& a : args) {
     const size_t eq = a.find('=');
     if (eq == std::string::npos || eq + 1 == a.size()) {
-      return Error{"plugstack.conf argument '" + a + "': expected KEY=VALUE; keys: " + keys};
+      return Error{"plugstack.conf argument '" + a + "': expected KEY=VALUE; keys: " + JoinNames(PluginArgKeys())};
     }
-    const std::string key = a.substr(0, eq);
-    const std::string value = a.substr(eq + 1);
-    auto path = [&](std::string& field) -> Status {
-      if (value[0] != '/') {
-        return Error{"plugstack.conf argument '" + a + "': " + key + " must be an absolute path"};
-      }
-      field = value;
-      return Ok{};
-    };
-    Status s = Ok{};
-    if (key == "recipe_dir") {
-      s = path(out.recipe_dir);
-    } else if (key == "lease_dir") {
-      s = path(out.lease_dir);
-    } else if (key == "run_dir") {
-      s = path(out.run_dir);
-    } else if (key == "agent_socket") {
-      s = path(out.agent_socket);
-    } else if (key == "topology") {
-      s = path(out.topology);
-    } else if (key == "stepd") {
-      s = path(out.stepd);
-    } else if (key == "port_range") {
-      Result<PortRange> r = ParsePortRange(value);
-      if (r) {
-        out.port_range = r.value();
-      } else {
-        s = Error{"plugstack.conf argument '" + a + "': " + r.error().message};
-      }
-    } else if (key == "memlock") {
-      Result<MemlockSetting> m = ParseMemlock(value);
-      if (m) {
-        out.memlock = m.value();
-      } else {
-        s = Error{"plugstack.conf argument '" + a + "': " + m.error().message};
-      }
-    } else {
-      s = Error{"plugstack.conf argument '" + a + "': unknown key '" + key + "'; keys: " + keys};
-    }
-    if (!s) return s.error();
+    if (Status s = ParseArg(a, a.substr(0, eq), a.substr(eq + 1), out); !s) return s.error();
   }
   return out;
 }

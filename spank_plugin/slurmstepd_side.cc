@@ -25,11 +25,11 @@
 #include "core/node/ports.h"
 #include "core/recipe/recipe.h"
 #include "core/node/topology.h"
+#include "spank_plugin/ix_stepd_launch.h"
 #include "spank_plugin/memlock_policy.h"
 #include "spank_plugin/step_backstop.h"
 #include "spank_plugin/step_dirs.h"
 #include "spank_plugin/step_setup.h"
-#include "spank_plugin/stepd_launch.h"
 
 namespace ix {
 namespace {
@@ -170,8 +170,9 @@ void RemoveStepDir(const std::string& run_dir, const std::string& step, bool kee
 // The mount namespace this process is in now.
 bool MountNamespace(struct stat& st) { return ::fstatat(ProcDirFd(), "self/ns/mnt", &st, 0) == 0; }
 
-Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup& s) {
-  // The recipe file is parsed once per step (it is most of the planning time).
+// The recipe (parsed once per step: it is most of the planning time), the
+// step's ports leased and its plan rendered with them.
+Result<Recipe> RenderStep(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup& s) {
   Result<Recipe> recipe = LoadCheckedRecipe(o, args.recipe_dir);
   if (!recipe) return recipe.error();
   s.recipe_dir = args.recipe_dir;
@@ -189,7 +190,15 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   Result<LaunchPlan> plan = RenderPlan(recipe.value(), s.request);
   if (!plan) return plan.error();
   s.plan = std::move(plan).value();
+  return recipe;
+}
 
+// The facts of this node for the placement (topology, RLIMIT_MEMLOCK as
+// raised for a recipe that pins memory, the host's CPUs and /dev/shm, the
+// step's GPUs), handed to PlaceStep, which decides under the step's policy.
+// Returns placement.json's text.
+Result<std::string> PlaceOnNode(spank_t sp, const PluginArgs& args, const StepOptions& o, const Recipe& recipe,
+                                StepSetup& s) {
   // Root's: the steps' directories, and the topology (live, once per boot;
   // or the topology= file, until it changes) cached there as JSON.
   Result<int> base = OpenOwnedDir(args.run_dir, 0755, "run_dir");
@@ -199,7 +208,7 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
                                                 : LoadTopologyXmlCached(args.topology, args.run_dir);
   if (!topo) return topo.error();
   PlacementRequest pr;
-  const std::string pinned = PinnedNeeds(recipe.value());
+  const std::string pinned = PinnedNeeds(recipe);
   MemlockDecision memlock = DecideMemlock(pinned, args.memlock, CurrentMemlock());
   ApplyMemlock(memlock);
   pr.pinned_memory = !pinned.empty();
@@ -213,55 +222,21 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
   }
   Result<StepGpus> gpus = SelectStepGpus(topo.value(), JobEnv(sp, "SLURM_STEP_GPUS"),
                                          JobEnv(sp, "CUDA_VISIBLE_DEVICES"));
-  const PlacementPolicy policy = o.placement == std::optional<std::string>("warn")
-                                     ? PlacementPolicy::kWarn : PlacementPolicy::kStrict;
-  std::string placement_json = "null";
-  if (!gpus) {
-    if (policy == PlacementPolicy::kStrict) return gpus.error();
-    s.placement_notes.push_back(gpus.error().message);
-  } else {
-    pr.step_gpus = gpus.value().gpus;
-    Result<Placement> placement = PlanPlacement(s.plan, topo.value(), pr);
-    if (placement) {
-      placement.value().memlock_set = memlock.raise_to;
-      placement.value().memlock_reason = memlock.reason;
-    }
-    if (!placement) {
-      if (policy == PlacementPolicy::kStrict) return placement.error();
-      s.placement_notes.push_back(placement.error().message);
-    } else {
-      if (Status e = EnforcePlacement(placement.value(), policy); !e) return e.error();
-      for (const auto& p : placement.value().problems) s.placement_notes.push_back(p);
-      placement_json = PlacementToJson(placement.value(), true);
-      // One engine process whose ranks span NUMA nodes places its workers
-      // itself when the recipe says how: render again with the flags.
-      if (s.plan.dp_layout == DpLayout::kEngine && RanksSpanNumaNodes(placement.value()) &&
-          !recipe.value().engine.numa_flags.empty()) {
-        s.request.gpu_places = GpuPlacesFor(s.plan, placement.value());
-        Result<LaunchPlan> again = RenderPlan(recipe.value(), s.request);
-        if (!again) return again.error();
-        s.plan = std::move(again).value();
-      }
-      Result<std::vector<std::pair<std::string, BindingTarget>>> b = BindingsFor(s.plan, placement.value());
-      if (b) {
-        s.bindings = b.value();
-      } else if (policy == PlacementPolicy::kStrict) {
-        return b.error();
-      } else {
-        s.placement_notes.push_back(b.error().message);
-      }
-    }
-  }
+  return PlaceStep(s, recipe, topo.value(), gpus, pr, memlock, StepPlacementPolicy(o.placement));
+}
 
+// The step's run directory: fresh, made and written by root through
+// descriptors (plan.json, placement.json) and only then given to the job
+// user, so root never works through a link the user planted. A leftover
+// with this id (job ids restart with slurmctld's state) is removed first,
+// never following a link. ix-stepd and the directory are opened here, on
+// the host: the task may run in a container where neither exists by path.
+Status MakeRunDir(spank_t sp, const PluginArgs& args, StepSetup& s, const std::string& placement_json) {
   uid_t uid = 0;
   gid_t gid = 0;
   spank_get_item(sp, S_JOB_UID, &uid);
   spank_get_item(sp, S_JOB_GID, &gid);
   g_uid = uid;
-  // A fresh directory, made and written by root through descriptors and only
-  // then given to the job user, so root never works through a link the user
-  // planted. A leftover with this id (job ids restart with slurmctld's
-  // state) is removed first, never following a link.
   s.run_dir = args.run_dir + "/" + s.step_id;
   RemoveStaleSteps(args.run_dir);
   if (Status r = RemoveTreeAt(g_run_base_fd, args.run_dir, s.step_id); !r) return r.error();
@@ -273,25 +248,43 @@ Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup&
     return Error{"cannot create " + s.run_dir + ": " + std::strerror(errno)};
   }
   s.result_dir = JobEnv(sp, "IX_RESULT_DIR").value_or("");
-  // Opened here, on the host: the task may run in a container where
-  // neither exists by path. Everything after goes through the descriptor.
   Result<int> exe = OpenStepdExe(args.stepd);
   if (!exe) return exe.error();
   g_handles.exe_fd = exe.value();
   g_handles.run_dir_fd = ::openat(g_run_base_fd, s.step_id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (g_handles.run_dir_fd < 0) return Error{"cannot open " + s.run_dir + ": " + std::strerror(errno)};
+  // Everything after goes through the descriptor.
   const int dir = g_handles.run_dir_fd;
   for (const auto& [name, text] : {std::pair{"plan.json", PlanToJson(s.plan, true)}, {"placement.json", placement_json}}) {
     if (Status w = WriteFileAtomicAt(dir, s.run_dir, name, text + "\n"); !w) return w.error();
   }
   if (::fchown(dir, uid, gid) != 0) return Error{"cannot chown " + s.run_dir + ": " + std::strerror(errno)};
+  return Ok{};
+}
+
+// The whole plan of init_post_opt; what it leased or made is in the globals
+// and `s`, for the caller to undo on an Error.
+Status Plan(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup& s) {
+  Result<Recipe> recipe = RenderStep(sp, args, o, s);
+  if (!recipe) return recipe.error();
+  Result<std::string> placement_json = PlaceOnNode(sp, args, o, recipe.value(), s);
+  if (!placement_json) return placement_json.error();
+  if (Status d = MakeRunDir(sp, args, s, placement_json.value()); !d) return d.error();
   if (!MountNamespace(g_host_mntns)) return Error{std::string("cannot read /proc/self/ns/mnt: ") + std::strerror(errno)};
   return Ok{};
 }
 
+// Said once per step, in slurmd's log and (from task 0) on srun's stderr.
+void LogPlacementNotes(const StepSetup& s) {
+  for (const auto& n : s.placement_notes) {
+    slurm_error("inferencex: step %s: placement not met (--inferencex-placement=warn): %s",
+                s.step_id.c_str(), n.c_str());
+  }
+}
+
 }  // namespace
 
-int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
+int SlurmstepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
   StepSetup s;
   s.step_id = StepId(sp);
   Status st = Plan(sp, args, o, s);
@@ -309,10 +302,7 @@ int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
     slurm_error("inferencex: %s", g_refusal->c_str());
     return 0;  // the tasks fail in task_init, where the reason reaches srun
   }
-  for (const auto& n : s.placement_notes) {
-    slurm_error("inferencex: step %s: placement not met (--inferencex-placement=warn): %s",
-                s.step_id.c_str(), n.c_str());
-  }
+  LogPlacementNotes(s);
   g_setup = std::move(s);
   return 0;
 }
@@ -377,7 +367,7 @@ int StartSupervisor(spank_t sp, const StepSetup& s) {
 
 }  // namespace
 
-int StepdTaskInit(spank_t sp) {
+int SlurmstepdTaskInit(spank_t sp) {
   int task = -1;
   spank_get_item(sp, S_TASK_ID, &task);
   if (g_refusal) {
@@ -408,10 +398,7 @@ int StepdTaskInit(spank_t sp) {
   }
   if (task == 0) {
     // Said once, on the step's stderr (srun's), besides slurmd's log.
-    for (const auto& n : s.placement_notes) {
-      slurm_error("inferencex: step %s: placement not met (--inferencex-placement=warn): %s",
-                  s.step_id.c_str(), n.c_str());
-    }
+    LogPlacementNotes(s);
     if (StartSupervisor(sp, s) != 0) return -1;
   } else {
     // The other local tasks wait for task 0's supervisor to report, and
@@ -538,7 +525,7 @@ void Backstop(const StepSetup& s, const std::string& agent_socket, const std::ve
 
 }  // namespace
 
-int StepdTaskExit(spank_t sp) {
+int SlurmstepdTaskExit(spank_t sp) {
   if (!g_setup) return 0;
   // The servers outlive no client. Slurm 22.05's slurmstepd, once every
   // task is reaped (each through this hook), SIGKILLs the whole step
@@ -563,7 +550,7 @@ int StepdTaskExit(spank_t sp) {
   return 0;
 }
 
-int StepdExit(spank_t /*sp*/, const PluginArgs& args) {
+int SlurmstepdExit(spank_t /*sp*/, const PluginArgs& args) {
   if (!g_setup) return 0;
   const StepSetup& s = *g_setup;
   StopSupervisor();  // done already, unless a task never reached task_exit

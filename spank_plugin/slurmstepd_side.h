@@ -1,7 +1,8 @@
-// The slurmstepd side of the plugin (S_CTX_REMOTE): plans the step (leased
-// ports, placement), starts ix-stepd from local task 0 and waits for it,
-// exports the IX_* variables to the tasks, and tears everything down at
-// the end. Every function returns 0 or -1 and never throws.
+// The slurmstepd side of the plugin (S_CTX_REMOTE): the SPANK hooks that run
+// inside slurmstepd (not ix-stepd, the supervisor they start). They plan the
+// step (leased ports, placement), start ix-stepd from local task 0 and wait
+// for it, export the IX_* variables to the tasks, and tear everything down
+// at the end. Every function returns 0 or -1 and never throws.
 #pragma once
 
 extern "C" {
@@ -13,10 +14,10 @@ extern "C" {
 
 namespace ix {
 
-int StepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& options);
-int StepdTaskInit(spank_t sp);
+int SlurmstepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& options);
+int SlurmstepdTaskInit(spank_t sp);
 // Counts local task exits; after the last one, asks ix-stepd to stop.
-int StepdTaskExit(spank_t sp);
-int StepdExit(spank_t sp, const PluginArgs& args);
+int SlurmstepdTaskExit(spank_t sp);
+int SlurmstepdExit(spank_t sp, const PluginArgs& args);
 
 }  // namespace ix

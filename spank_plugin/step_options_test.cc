@@ -20,6 +20,15 @@ std::string ErrorOf(const StepOptions& o) {
   return s.ok() ? "" : s.error().message;
 }
 
+// Complete options for the test recipe.
+StepOptions Asking(const std::string& arm, int64_t conc) {
+  StepOptions o;
+  o.arm = arm;
+  o.recipe = kRecipe;
+  o.conc = conc;
+  return o;
+}
+
 TEST(StepOptions, InactiveWithoutOptions) {
   EXPECT_FALSE(StepOptions{}.Active());
   EXPECT_TRUE(ValidateStepOptions(StepOptions{}, "/nonexistent").ok());
@@ -46,20 +55,14 @@ TEST(StepOptions, MissingPieces) {
 }
 
 TEST(StepOptions, ValidCombinationAndDep4Divisibility) {
-  StepOptions o;
-  o.arm = "dep4";
-  o.recipe = kRecipe;
-  o.conc = 64;
+  StepOptions o = Asking("dep4", 64);
   EXPECT_EQ(ErrorOf(o), "");
   o.conc = 3;
   EXPECT_NE(ErrorOf(o).find("divisible by 4"), std::string::npos);
 }
 
 TEST(StepOptions, LoadCheckedRecipeReturnsTheRecipeItChecked) {
-  StepOptions o;
-  o.arm = "dep4";
-  o.recipe = kRecipe;
-  o.conc = 64;
+  StepOptions o = Asking("dep4", 64);
   Result<Recipe> r = LoadCheckedRecipe(o, kDir);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r.value().name, kRecipe);
@@ -79,10 +82,7 @@ TEST(StepOptions, AnUnreadableRecipeIsNamed) {
   const std::string file = dir + "/" + kRecipe + ".yaml";
   fs::create_directory(dir);
   fs::copy_file(std::string(kDir) + "/" + kRecipe + ".yaml", file);
-  StepOptions o;
-  o.arm = "tp4";
-  o.recipe = kRecipe;
-  o.conc = 8;
+  StepOptions o = Asking("tp4", 8);
   ASSERT_TRUE(ValidateStepOptions(o, dir).ok());
   auto error = [&] {
     Status s = ValidateStepOptions(o, dir);

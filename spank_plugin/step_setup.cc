@@ -8,6 +8,65 @@
 #include "core/node/topology.h"
 
 namespace ix {
+namespace {
+
+// A way the placement falls short: refuses the step under strict (the
+// Error), is noted and accepted under warn (Ok).
+Status Accept(StepSetup& setup, PlacementPolicy policy, const Error& shortfall) {
+  if (policy == PlacementPolicy::kStrict) return shortfall;
+  setup.placement_notes.push_back(shortfall.message);
+  return Ok{};
+}
+
+// One engine process whose ranks span NUMA nodes places its workers itself
+// when the recipe says how: setup.plan rendered again with the flags.
+Status RenderWithWorkerPlaces(StepSetup& setup, const Recipe& recipe, const Placement& placement) {
+  if (setup.plan.dp_layout != DpLayout::kEngine || !RanksSpanNumaNodes(placement) ||
+      recipe.engine.numa_flags.empty()) {
+    return Ok{};
+  }
+  setup.request.gpu_places = GpuPlacesFor(setup.plan, placement);
+  Result<LaunchPlan> again = RenderPlan(recipe, setup.request);
+  if (!again) return again.error();
+  setup.plan = std::move(again).value();
+  return Ok{};
+}
+
+}  // namespace
+
+PlacementPolicy StepPlacementPolicy(const std::optional<std::string>& option) {
+  return option == std::optional<std::string>("warn") ? PlacementPolicy::kWarn : PlacementPolicy::kStrict;
+}
+
+Result<std::string> PlaceStep(StepSetup& setup, const Recipe& recipe, const Topology& topology,
+                              const Result<StepGpus>& gpus, PlacementRequest request,
+                              const MemlockDecision& memlock, PlacementPolicy policy) {
+  const std::string nothing_placed = "null";
+  if (!gpus) {
+    if (Status a = Accept(setup, policy, gpus.error()); !a) return a.error();
+    return nothing_placed;
+  }
+  request.step_gpus = gpus.value().gpus;
+  Result<Placement> placed = PlanPlacement(setup.plan, topology, request);
+  if (!placed) {
+    if (Status a = Accept(setup, policy, placed.error()); !a) return a.error();
+    return nothing_placed;
+  }
+  Placement& placement = placed.value();
+  placement.memlock_set = memlock.raise_to;
+  placement.memlock_reason = memlock.reason;
+  if (Status e = EnforcePlacement(placement, policy); !e) return e.error();
+  for (const std::string& p : placement.problems) setup.placement_notes.push_back(p);
+  std::string json = PlacementToJson(placement, true);
+  if (Status r = RenderWithWorkerPlaces(setup, recipe, placement); !r) return r.error();
+  Result<std::vector<std::pair<std::string, BindingTarget>>> b = BindingsFor(setup.plan, placement);
+  if (b) {
+    setup.bindings = b.value();
+  } else if (Status a = Accept(setup, policy, b.error()); !a) {
+    return a.error();
+  }
+  return json;
+}
 
 bool RanksSpanNumaNodes(const Placement& placement) {
   std::set<int> nodes;

@@ -1,8 +1,9 @@
 // StepSetup: what the slurmstepd side of the plugin decides for one step
-// before any task starts — the plan with leased ports, the placement and the
-// per-process bindings — and what follows from it: the ix-stepd command
-// line and the variables exported to the tasks. Pure data and functions, so
-// they are tested without Slurm; slurmstepd_side.cc does the Slurm calls.
+// before any task starts — the plan with leased ports, the placement under
+// the step's strict/warn policy and the per-process bindings — and what
+// follows from it: the ix-stepd command line and the variables exported to
+// the tasks. Pure data and functions, so they are tested without Slurm;
+// slurmstepd_side.cc does the Slurm calls and hands the results in.
 #pragma once
 
 #include <optional>
@@ -10,10 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "core/recipe/launch_plan.h"
+#include "core/base/result.h"
 #include "core/node/binding.h"
 #include "core/node/placement.h"
-#include "core/base/result.h"
+#include "core/node/topology.h"
+#include "core/recipe/launch_plan.h"
+#include "core/recipe/recipe.h"
+#include "spank_plugin/memlock_policy.h"
 
 namespace ix {
 
@@ -39,6 +43,25 @@ struct StepSetup {
 // one node). Every other process (the router) gets rank 0's.
 Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const LaunchPlan& plan,
                                                                        const Placement& placement);
+
+// --inferencex-placement as a policy: warn when it says so, else strict (the
+// default; the value was checked with the other options).
+PlacementPolicy StepPlacementPolicy(const std::optional<std::string>& option);
+
+// Places setup.plan's ranks on `topology` and decides, under `policy`, what
+// each way of falling short means: the step's GPUs could not be chosen
+// (`gpus` is their Error), the placement cannot be computed, it does not fit
+// (EnforcePlacement), or its bindings cannot be made (BindingsFor). strict
+// refuses the step with that Error; warn adds it to setup.placement_notes
+// and goes on with what there is (no placement: no bindings). `request`
+// lacks only the GPUs; `memlock` (what init_post_opt did to RLIMIT_MEMLOCK)
+// is recorded in the placement. When the one engine process spans NUMA
+// nodes and the recipe declares engine.numa_flags, setup.plan is rendered
+// again with them (setup.request.gpu_places). Fills setup.bindings; returns
+// placement.json's text, "null" when nothing was placed.
+Result<std::string> PlaceStep(StepSetup& setup, const Recipe& recipe, const Topology& topology,
+                              const Result<StepGpus>& gpus, PlacementRequest request,
+                              const MemlockDecision& memlock, PlacementPolicy policy);
 
 // Whether the placed ranks use more than one NUMA node.
 bool RanksSpanNumaNodes(const Placement& placement);

@@ -9,9 +9,13 @@
 namespace ix {
 namespace {
 
-StepSetup Dep4Setup() {
+Recipe TestRecipe() {
   Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
   EXPECT_TRUE(r.ok());
+  return r.ok() ? std::move(r).value() : Recipe{};
+}
+
+StepSetup Dep4Setup(const Recipe& recipe = TestRecipe()) {
   StepSetup s;
   s.step_id = "7.0";
   s.recipe_dir = IX_SOURCE_DIR "/recipes";
@@ -19,7 +23,7 @@ StepSetup Dep4Setup() {
   s.request.arm = "dep4";
   s.request.conc = 64;
   s.request.ports = {{"PORT", 21000}, {"ENGINE_PORT", 21007}, {"ROUTER_METRICS_PORT", 21003}};
-  s.plan = RenderPlan(r.value(), s.request).value();
+  s.plan = RenderPlan(recipe, s.request).value();
   s.run_dir = "/run/inferencex/steps/7.0";
   s.result_dir = "/results/7.0";
   return s;
@@ -144,11 +148,133 @@ TEST(StepSetup, TaskEnvironmentPointsTheClientAtThePublicPort) {
   EXPECT_EQ(get("AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID"), "1");
 }
 
-}  // namespace
-}  // namespace ix
 
-namespace ix {
-namespace {
+// ---- PlaceStep: the strict/warn decisions of init_post_opt -------------------
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+// GPUs 0-3 on NUMA node 0 (CPUs 0-63), 4-7 on node 1 (CPUs 64-127).
+Topology TwoTib() {
+  Result<Topology> t = LoadTopologyXml(IX_SOURCE_DIR "/tests/fixtures/topology/hgx-b300-2tib.xml");
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  return t.ok() ? std::move(t).value() : Topology{};
+}
+
+Result<StepGpus> OnGpus(std::vector<int> gpus) { return StepGpus{std::move(gpus), "test"}; }
+
+// With a roomy /dev/shm (the default need is 1 GiB).
+PlacementRequest Roomy() {
+  PlacementRequest r;
+  r.shm_free_bytes = 24 * kGiB;
+  return r;
+}
+
+constexpr PlacementPolicy kStrict = PlacementPolicy::kStrict;
+constexpr PlacementPolicy kWarn = PlacementPolicy::kWarn;
+
+bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(StepSetup, ThePlacementPolicyIsWarnOnlyWhenAskedFor) {
+  EXPECT_EQ(StepPlacementPolicy(std::nullopt), kStrict);
+  EXPECT_EQ(StepPlacementPolicy(std::string("strict")), kStrict);
+  EXPECT_EQ(StepPlacementPolicy(std::string("warn")), kWarn);
+}
+
+// Fits: the same under either policy: the record, with what was done to
+// RLIMIT_MEMLOCK, and the bindings, and nothing to warn about.
+TEST(StepSetup, AFittingPlacementIsRecordedAndBound) {
+  for (PlacementPolicy policy : {kStrict, kWarn}) {
+    StepSetup s = Dep4Setup();
+    MemlockDecision memlock;
+    memlock.raise_to = MemlockLimit{true, 0};
+    memlock.reason = "raised for the test";
+    Result<std::string> json = PlaceStep(s, TestRecipe(), TwoTib(), OnGpus({0, 1, 2, 3}), Roomy(), memlock, policy);
+    ASSERT_TRUE(json.ok()) << json.error().message;
+    EXPECT_TRUE(Has(json.value(), R"("verdict": "fits")")) << json.value();
+    EXPECT_TRUE(Has(json.value(), R"("set": "unlimited")")) << json.value();
+    EXPECT_TRUE(Has(json.value(), R"("reason": "raised for the test")")) << json.value();
+    EXPECT_TRUE(s.placement_notes.empty());
+    ASSERT_EQ(s.bindings.size(), 2u);
+    EXPECT_EQ(s.bindings[0].first, "engine");
+    EXPECT_EQ(s.bindings[0].second.numa, 0);
+    EXPECT_EQ(FormatIdList(s.bindings[0].second.cpus), "0-63");
+    EXPECT_FALSE(s.plan.worker_numa_flags);
+  }
+}
+
+// Each shortfall: strict refuses the step with it; warn notes it and goes
+// on with what there is.
+TEST(StepSetup, StepGpusThatCannotBeChosen) {
+  const Error why{"GPU 9 of the step is not in the topology"};
+  StepSetup s = Dep4Setup();
+  Result<std::string> strict = PlaceStep(s, TestRecipe(), TwoTib(), why, Roomy(), {}, kStrict);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.error().message, why.message);
+  EXPECT_TRUE(s.placement_notes.empty());
+  Result<std::string> warn = PlaceStep(s, TestRecipe(), TwoTib(), why, Roomy(), {}, kWarn);
+  ASSERT_TRUE(warn.ok());
+  EXPECT_EQ(warn.value(), "null");
+  EXPECT_EQ(s.placement_notes, std::vector<std::string>{why.message});
+  EXPECT_TRUE(s.bindings.empty());
+}
+
+TEST(StepSetup, APlacementThatCannotBeComputed) {
+  const std::string why = "dep4 uses 4 GPUs but the step has 2 (node GPUs 0-1)";
+  StepSetup s = Dep4Setup();
+  Result<std::string> strict = PlaceStep(s, TestRecipe(), TwoTib(), OnGpus({0, 1}), Roomy(), {}, kStrict);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.error().message, why);
+  Result<std::string> warn = PlaceStep(s, TestRecipe(), TwoTib(), OnGpus({0, 1}), Roomy(), {}, kWarn);
+  ASSERT_TRUE(warn.ok());
+  EXPECT_EQ(warn.value(), "null");
+  EXPECT_EQ(s.placement_notes, std::vector<std::string>{why});
+  EXPECT_TRUE(s.bindings.empty());
+}
+
+TEST(StepSetup, APlacementThatDoesNotFit) {
+  Topology t = TwoTib();
+  ASSERT_TRUE(SetNumaFreeBytes(t, 0, 610 * kGiB).ok());
+  StepSetup s = Dep4Setup();
+  Result<std::string> strict = PlaceStep(s, TestRecipe(), t, OnGpus({0, 1, 2, 3}), Roomy(), {}, kStrict);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_TRUE(Has(strict.error().message, "dep4 needs 756 GiB on NUMA node 0")) << strict.error().message;
+  EXPECT_TRUE(s.placement_notes.empty());
+  Result<std::string> warn = PlaceStep(s, TestRecipe(), t, OnGpus({0, 1, 2, 3}), Roomy(), {}, kWarn);
+  ASSERT_TRUE(warn.ok());
+  EXPECT_TRUE(Has(warn.value(), R"("verdict": "refused")")) << warn.value();
+  ASSERT_EQ(s.placement_notes.size(), 1u);
+  EXPECT_EQ(s.placement_notes[0], strict.error().message);
+  EXPECT_EQ(s.bindings.size(), 2u);  // placed all the same
+}
+
+TEST(StepSetup, BindingsThatCannotBeMade) {
+  Recipe flagless = TestRecipe();
+  flagless.engine.numa_flags.clear();  // the one engine cannot place its workers
+  StepSetup s = Dep4Setup(flagless);
+  Result<std::string> strict = PlaceStep(s, flagless, TwoTib(), OnGpus({2, 3, 4, 5}), Roomy(), {}, kStrict);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_TRUE(Has(strict.error().message, "span NUMA nodes 0-1")) << strict.error().message;
+  Result<std::string> warn = PlaceStep(s, flagless, TwoTib(), OnGpus({2, 3, 4, 5}), Roomy(), {}, kWarn);
+  ASSERT_TRUE(warn.ok());
+  EXPECT_TRUE(Has(warn.value(), R"("verdict": "fits")")) << warn.value();
+  EXPECT_EQ(s.placement_notes, std::vector<std::string>{strict.error().message});
+  EXPECT_TRUE(s.bindings.empty());
+  EXPECT_FALSE(s.plan.worker_numa_flags);
+}
+
+// With the recipe's engine.numa_flags, ranks spanning nodes are no
+// shortfall: the plan is rendered again and the engine bound to CPUs only.
+TEST(StepSetup, AnEngineSpanningNodesIsRenderedAgainWithItsWorkerFlags) {
+  StepSetup s = Dep4Setup();
+  Result<std::string> json = PlaceStep(s, TestRecipe(), TwoTib(), OnGpus({2, 3, 4, 5}), Roomy(), {}, kStrict);
+  ASSERT_TRUE(json.ok()) << json.error().message;
+  EXPECT_TRUE(s.placement_notes.empty());
+  EXPECT_TRUE(s.plan.worker_numa_flags);
+  ASSERT_EQ(s.request.gpu_places.size(), 4u);
+  EXPECT_EQ(s.request.gpu_places[2].numa, 1);
+  ASSERT_EQ(s.bindings.size(), 2u);
+  EXPECT_FALSE(s.bindings[0].second.numa.has_value());
+}
 
 TEST(StepSetup, FailureReasonIsOneBoundedLine) {
   EXPECT_EQ(FailureReason(R"({"process":"engine","reason":"engine (pid 7) exited with status 1","pid":7})"),

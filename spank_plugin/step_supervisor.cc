@@ -188,246 +188,333 @@ std::string FailureJson(const std::string& process, pid_t pid, const std::string
   return std::string(buf.GetString()) + "\n";
 }
 
-int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
-                  volatile const sig_atomic_t* stop_requested) {
-  int ready_fd = o.ready_fd;
-  EventSink events(o.agent_socket);
-  std::vector<Started> started;
-  std::vector<ProcessId> known;  // descendants seen at readiness
-  std::string failed_process;
-  pid_t failed_pid = 0;
-  std::string failed_log;
-  std::optional<ProcessWatch> watch;
+namespace {
 
-  auto stop_all = [&] {
+bool IsClient(const ProcessExit& x) {
+  return x.label == kClientLabel;
+}
+bool IsOwner(const ProcessExit& x) {
+  return x.label == kOwnerLabel;
+}
+
+// One run of a step's plan, phase by phase: watch the owner and the
+// client, start the processes, wait for readiness, watch until the end.
+// Each phase returns nullopt to go on, or the run's exit status once it has
+// ended the run (stopped or failed). Invariants: `started_` holds every
+// process started, in plan order, and whichever phase ends the run stops
+// them all; `failed_*` name what a failure is blamed on (empty: nothing
+// in particular) and are set before Fail writes the record.
+class Supervision {
+ public:
+  Supervision(const LaunchPlan& plan, const SupervisorOptions& o, volatile const sig_atomic_t* stop_requested)
+      : plan_(plan), o_(o), stop_requested_(stop_requested), ready_fd_(o.ready_fd), events_(o.agent_socket) {}
+
+  int Run() {
+    if (std::optional<int> end = WatchOwnerAndClient()) return *end;
+    if (std::optional<int> end = StartAll()) return *end;
+    if (std::optional<int> end = AwaitReady()) return *end;
+    BecomeReady();
+    return WatchUntilEnd();
+  }
+
+ private:
+  // Why WaitReady was told to give up, as the abort callback saw it.
+  struct ReadyAbort {
+    std::optional<ProcessExit> early;       // a started process (or descendant) exited
+    std::optional<ProcessExit> owner_gone;  // the step's slurmstepd died
+    bool client_gone = false;
+  };
+
+  // Every started tree, and what was seen of it at readiness.
+  void StopAll() {
     std::vector<ProcessId> roots;
-    for (const auto& s : started) roots.push_back(s.spawned.id);
+    for (const auto& s : started_) roots.push_back(s.spawned.id);
     StopOptions so;
-    so.grace = o.stop_grace;
+    so.grace = o_.stop_grace;
     // A fast exit is seen at once; looking costs one /proc pass per poll.
     so.poll = std::chrono::milliseconds(1);
     so.max_poll = std::chrono::milliseconds(5);
     // The watch's pidfds let the stop act even if /proc cannot be read
     // (the client's is not the stop's to use).
     std::vector<HeldProcess> held;
-    if (watch) {
-      for (const HeldProcess& h : watch->Held()) {
+    if (watch_) {
+      for (const HeldProcess& h : watch_->Held()) {
         if (h.label != kClientLabel) held.push_back(h);
       }
     }
-    const StopReport r = StopTree(roots, known, so, held);
+    const StopReport r = StopTree(roots, known_, so, held);
     std::fprintf(stderr, "ix-stepd: %s\n", r.Summary().c_str());
-  };
-  bool ready = false;
-  auto fail = [&](const std::string& reason) {
+  }
+
+  // A failure: recorded, everything stopped, reported. Returns 1.
+  int Fail(const std::string& reason) {
     // The record first: whoever sees the client die (srun, a test, the
     // sweep) finds failure.json already there.
-    const std::string tail = failed_log.empty() ? "" : LogTail(o.result_dir_fd, failed_log, 50);
-    const std::string json = FailureJson(failed_process, failed_pid, reason, tail);
-    WriteIn(o.run_dir_fd, o.run_dir, "failure.json", json);
-    WriteIn(o.result_dir_fd, o.result_dir, "failure.json", json);
-    SetState(o, "failed");
+    const std::string tail = failed_log_.empty() ? "" : LogTail(o_.result_dir_fd, failed_log_, 50);
+    const std::string json = FailureJson(failed_process_, failed_pid_, reason, tail);
+    WriteIn(o_.run_dir_fd, o_.run_dir, "failure.json", json);
+    WriteIn(o_.result_dir_fd, o_.result_dir, "failure.json", json);
+    SetState(o_, "failed");
     // Before readiness the client has not started: task_init is waiting on
     // ready_fd and reports the failure itself. After, the client's whole
     // tree goes: a wrapper's child (bash -c 'aiperf ...') orphaned by the
     // wrapper's death would leave Slurm's tree, run on and hold srun's
     // output open until it ends.
-    if (ready) KillClientTrees(o.client_pids);
-    stop_all();
+    if (ready_) KillClientTrees(o_.client_pids);
+    StopAll();
     std::fprintf(stderr, "ix-stepd: step failed: %s\n", reason.c_str());
     std::string record = json;
     while (!record.empty() && record.back() == '\n') record.pop_back();
-    events.Send("failure", o.step, {}, {{"failure", record}});
-    Report(ready_fd, "failed: " + reason);
+    events_.Send("failure", o_.step, {}, {{"failure", record}});
+    Report(ready_fd_, "failed: " + reason);
     return 1;
-  };
+  }
 
   // slurmstepd killed: nothing else would end the step (docs/STEP.md).
-  auto is_owner = [](const ProcessExit& x) { return x.label == kOwnerLabel; };
-  auto owner_died = [&](const ProcessExit& x) {
-    failed_process = x.label;
-    failed_pid = x.id.pid;
-    if (ready) KillClientTrees(o.client_pids);
-    return fail("the step's slurmstepd (pid " + std::to_string(x.id.pid) +
+  int OwnerDied(const ProcessExit& x) {
+    failed_process_ = x.label;
+    failed_pid_ = x.id.pid;
+    if (ready_) KillClientTrees(o_.client_pids);
+    return Fail("the step's slurmstepd (pid " + std::to_string(x.id.pid) +
                 ") died: nothing else can end the step, so ix-stepd ends it");
-  };
-
-  Result<ProcessWatch> watch_r = ProcessWatch::Create();
-  if (!watch_r) return fail(watch_r.error().message);
-  watch.emplace(std::move(watch_r).value());
-  if (o.owner_pid > 0) {
-    Result<ProcessInfo> w = ReadProcessInfo(o.owner_pid);
-    failed_process = kOwnerLabel;
-    failed_pid = o.owner_pid;
-    if (!w || w.value().exited()) return fail("the step's slurmstepd (pid " + std::to_string(o.owner_pid) + ") is gone");
-    if (Status a = watch->Add(w.value().id(), kOwnerLabel); !a) return fail(a.error().message);
-    failed_process.clear();
-    failed_pid = 0;
-  }
-  // The client's exit ends the step: it is watched like the servers, and
-  // told apart by its label.
-  if (o.stop_with_client && !o.client_pids.empty()) {
-    Result<ProcessInfo> c = ReadProcessInfo(o.client_pids[0]);
-    if (!c) return fail("the client task is gone: " + c.error().message);
-    if (Status a = watch->Add(c.value().id(), kClientLabel); !a) return fail(a.error().message);
   }
 
-  // sysfs, not hwloc: a binding only needs this machine's CPUs and nodes.
-  Result<Topology> machine = Topology{};
-  if (!o.bindings.empty()) machine = DiscoverCpusAndNodes();
-  const std::vector<std::string> base_env = CurrentEnvironment();
-  const std::optional<std::string> visible = FindEnv(base_env, "CUDA_VISIBLE_DEVICES");
-  SetState(o, "starting");
-  std::vector<std::unique_ptr<PreparedBinding>> prepared;
-  std::vector<std::pair<std::string, Result<ProcBinding>>> obtained;
-  for (const PlannedProcess& p : plan.processes) {
+  // The step's slurmstepd, and with stop_with_client the client (its exit
+  // ends the step), watched like the servers and told apart by label.
+  std::optional<int> WatchOwnerAndClient() {
+    Result<ProcessWatch> created = ProcessWatch::Create();
+    if (!created) return Fail(created.error().message);
+    watch_.emplace(std::move(created).value());
+    if (o_.owner_pid > 0) {
+      Result<ProcessInfo> w = ReadProcessInfo(o_.owner_pid);
+      failed_process_ = kOwnerLabel;
+      failed_pid_ = o_.owner_pid;
+      if (!w || w.value().exited()) {
+        return Fail("the step's slurmstepd (pid " + std::to_string(o_.owner_pid) + ") is gone");
+      }
+      if (Status a = watch_->Add(w.value().id(), kOwnerLabel); !a) return Fail(a.error().message);
+      failed_process_.clear();
+      failed_pid_ = 0;
+    }
+    if (o_.stop_with_client && !o_.client_pids.empty()) {
+      Result<ProcessInfo> c = ReadProcessInfo(o_.client_pids[0]);
+      if (!c) return Fail("the client task is gone: " + c.error().message);
+      if (Status a = watch_->Add(c.value().id(), kClientLabel); !a) return Fail(a.error().message);
+    }
+    return std::nullopt;
+  }
+
+  // How `p` is spawned: its argv and environment (a rank's engine sees only
+  // its GPUs), its log, and its binding when it has one (kept in prepared_).
+  SpawnSpec SpecFor(const PlannedProcess& p, const std::vector<std::string>& base_env,
+                    const std::optional<std::string>& visible, const Result<Topology>& machine) {
     SpawnSpec spec;
     spec.name = p.name;
     spec.argv = p.argv;
     EnvList env = p.env;
-    if (p.rank >= 0 && static_cast<size_t>(p.rank) < plan.ranks.size()) {
-      env.emplace_back("CUDA_VISIBLE_DEVICES", NarrowVisibleDevices(visible, plan.ranks[static_cast<size_t>(p.rank)].gpus));
+    if (p.rank >= 0 && static_cast<size_t>(p.rank) < plan_.ranks.size()) {
+      env.emplace_back("CUDA_VISIBLE_DEVICES",
+                       NarrowVisibleDevices(visible, plan_.ranks[static_cast<size_t>(p.rank)].gpus));
     }
     spec.env = BuildEnvironment(base_env, env);
-    if (o.result_dir_fd >= 0) {
+    if (o_.result_dir_fd >= 0) {
       spec.log_path = p.log;
-      spec.log_dir_fd = o.result_dir_fd;
-      spec.cwd_fd = o.result_dir_fd;  // writable, in any image
+      spec.log_dir_fd = o_.result_dir_fd;
+      spec.cwd_fd = o_.result_dir_fd;  // writable, in any image
     }
-    for (const auto& [name, target] : o.bindings) {
+    for (const auto& [name, target] : o_.bindings) {
       if (name != p.name || !machine) continue;
-      prepared.push_back(std::make_unique<PreparedBinding>(PreparedBinding::Prepare(target, machine.value())));
-      for (const auto& n : prepared.back()->notes()) std::fprintf(stderr, "ix-stepd: %s: %s\n", p.name.c_str(), n.c_str());
-      spec.binding = prepared.back().get();
+      prepared_.push_back(std::make_unique<PreparedBinding>(PreparedBinding::Prepare(target, machine.value())));
+      for (const auto& n : prepared_.back()->notes()) {
+        std::fprintf(stderr, "ix-stepd: %s: %s\n", p.name.c_str(), n.c_str());
+      }
+      spec.binding = prepared_.back().get();
       spec.binding_best_effort = true;
     }
-    Result<SpawnedProcess> s = Spawn(spec);
-    if (!s) {
-      failed_process = p.name;
-      return fail(s.error().message);
-    }
-    started.push_back(Started{&p, s.value(), spec.log_path});
-    if (Status a = watch->AddChild(s.value().id, p.name); !a) return fail(a.error().message);
-    std::fprintf(stderr, "ix-stepd: started %s (pid %d)\n", p.name.c_str(), static_cast<int>(s.value().id.pid));
-    events.Send("started", o.step, {{"process", p.name}}, {{"pid", std::to_string(s.value().id.pid)}});
-    // Spawn returns after the exec: the binding is in place to be read.
-    obtained.emplace_back(p.name, ReadProcBinding(s.value().id.pid));
+    return spec;
   }
-  const std::string obtained_json = ObtainedJson(obtained);
-  WriteIn(o.run_dir_fd, o.run_dir, "placement-obtained.json", obtained_json + "\n");
-  events.Send("placement", o.step, {}, {{"obtained", obtained_json}});
 
-  // Readiness, process by process, in plan order (engine, then router).
-  SocketProber prober;  // no libcurl in ix-stepd: it costs ~7 ms of start-up
-  std::optional<ProcessExit> early;
-  std::optional<ProcessExit> owner_gone;
-  bool client_gone = false;
-  auto is_client = [](const ProcessExit& x) { return x.label == kClientLabel; };
-  const auto deadline = Clock::now() + o.ready_timeout;
-  for (const Started& s : started) {
-    WaitReadyOptions wo;
-    wo.deadline = deadline;
-    wo.interval = o.probe_interval;
-    wo.abort = [&]() -> std::optional<std::string> {
-      if (*stop_requested) return std::string("stop requested");
-      Result<std::optional<ProcessExit>> e = watch->Wait(std::chrono::milliseconds(0));
-      if (e && e.value() && is_client(*e.value())) {
-        client_gone = true;
-        return std::string("the client exited");
+  // The plan's processes, in order, each watched; what each got of its
+  // binding goes to placement-obtained.json.
+  std::optional<int> StartAll() {
+    // sysfs, not hwloc: a binding only needs this machine's CPUs and nodes.
+    Result<Topology> machine = Topology{};
+    if (!o_.bindings.empty()) machine = DiscoverCpusAndNodes();
+    const std::vector<std::string> base_env = CurrentEnvironment();
+    const std::optional<std::string> visible = FindEnv(base_env, "CUDA_VISIBLE_DEVICES");
+    SetState(o_, "starting");
+    std::vector<std::pair<std::string, Result<ProcBinding>>> obtained;
+    for (const PlannedProcess& p : plan_.processes) {
+      const SpawnSpec spec = SpecFor(p, base_env, visible, machine);
+      Result<SpawnedProcess> s = Spawn(spec);
+      if (!s) {
+        failed_process_ = p.name;
+        return Fail(s.error().message);
       }
-      if (e && e.value() && is_owner(*e.value())) {
-        owner_gone = e.value();
-        return e.value()->Describe();
-      }
-      if (e && e.value()) {
-        early = e.value();
-        return e.value()->Describe();
-      }
-      return std::nullopt;
-    };
-    Status r = WaitReady(s.planned->readiness, wo, prober);
-    if (!r) {
-      if (*stop_requested || client_gone) {
-        stop_all();
-        SetState(o, "finished");
+      started_.push_back(Started{&p, s.value(), spec.log_path});
+      if (Status a = watch_->AddChild(s.value().id, p.name); !a) return Fail(a.error().message);
+      std::fprintf(stderr, "ix-stepd: started %s (pid %d)\n", p.name.c_str(), static_cast<int>(s.value().id.pid));
+      events_.Send("started", o_.step, {{"process", p.name}}, {{"pid", std::to_string(s.value().id.pid)}});
+      // Spawn returns after the exec: the binding is in place to be read.
+      obtained.emplace_back(p.name, ReadProcBinding(s.value().id.pid));
+    }
+    const std::string obtained_json = ObtainedJson(obtained);
+    WriteIn(o_.run_dir_fd, o_.run_dir, "placement-obtained.json", obtained_json + "\n");
+    events_.Send("placement", o_.step, {}, {{"obtained", obtained_json}});
+    return std::nullopt;
+  }
+
+  // Before every readiness probe: a stop, the client's or the owner's exit,
+  // or any watched process's exit gives up the wait (said in `why`).
+  std::optional<std::string> AbortReason(ReadyAbort& why) {
+    if (*stop_requested_) return std::string("stop requested");
+    Result<std::optional<ProcessExit>> e = watch_->Wait(std::chrono::milliseconds(0));
+    if (e && e.value() && IsClient(*e.value())) {
+      why.client_gone = true;
+      return std::string("the client exited");
+    }
+    if (e && e.value() && IsOwner(*e.value())) {
+      why.owner_gone = e.value();
+      return e.value()->Describe();
+    }
+    if (e && e.value()) {
+      why.early = e.value();
+      return e.value()->Describe();
+    }
+    return std::nullopt;
+  }
+
+  // Readiness, process by process, in plan order (engine, then router). A
+  // stop or the client's exit meanwhile ends the run cleanly.
+  std::optional<int> AwaitReady() {
+    ReadyAbort why;
+    const auto deadline = Clock::now() + o_.ready_timeout;
+    for (const Started& s : started_) {
+      WaitReadyOptions wo;
+      wo.deadline = deadline;
+      wo.interval = o_.probe_interval;
+      wo.abort = [&] { return AbortReason(why); };
+      Status r = WaitReady(s.planned->readiness, wo, prober_);
+      if (r) continue;
+      if (*stop_requested_ || why.client_gone) {
+        StopAll();
+        SetState(o_, "finished");
         return 0;
       }
-      if (owner_gone) return owner_died(*owner_gone);
-      failed_process = early ? early->label : s.planned->name;
-      failed_pid = early ? early->id.pid : s.spawned.id.pid;
-      for (const auto& x : started) {
-        if (early && x.spawned.id.pid == early->id.pid) failed_log = x.log;
+      if (why.owner_gone) return OwnerDied(*why.owner_gone);
+      failed_process_ = why.early ? why.early->label : s.planned->name;
+      failed_pid_ = why.early ? why.early->id.pid : s.spawned.id.pid;
+      for (const auto& x : started_) {
+        if (why.early && x.spawned.id.pid == why.early->id.pid) failed_log_ = x.log;
       }
-      if (failed_log.empty()) failed_log = s.log;
-      return fail(s.planned->name + " not ready: " + r.error().message);
+      if (failed_log_.empty()) failed_log_ = s.log;
+      return Fail(s.planned->name + " not ready: " + r.error().message);
     }
+    return std::nullopt;
   }
-  // Everything that exists now belongs to the server: watch it all.
-  for (const Started& s : started) {
-    Result<std::vector<ProcessInfo>> d = watch->AddDescendants(s.spawned.id.pid, s.planned->name);
-    if (d) {
-      for (const auto& p : d.value()) known.push_back(p.id());
-    }
-  }
-  ready = true;
-  // task 0 (waiting on the pipe) first; the other local tasks read the state.
-  Report(ready_fd, "ready");
-  SetState(o, "ready");
-  std::fprintf(stderr, "ix-stepd: ready\n");
-  events.Send("ready", o.step);
 
-  // Liveness until the step ends.
-  std::vector<int> misses(started.size(), 0);
-  ProbeOptions po;
-  po.timeout = o.health_interval;
-  po.connect_timeout = o.health_interval;
-  // SIGTERM (the end of the step) interrupts the wait (its handler has no
-  // SA_RESTART); the short tick is only a backstop.
-  constexpr auto kTick = std::chrono::milliseconds(20);
-  auto next_probe = Clock::now() + o.health_interval;
-  while (!*stop_requested) {
-    Result<std::optional<ProcessExit>> e = watch->Wait(kTick);
-    if (!e) return fail(e.error().message);
-    if (e.value() && is_client(*e.value())) {
-      std::fprintf(stderr, "ix-stepd: %s: stopping the servers\n", e.value()->Describe().c_str());
-      break;
-    }
-    if (e.value() && is_owner(*e.value())) return owner_died(*e.value());
-    if (e.value()) {
-      const ProcessExit& x = *e.value();
-      failed_process = x.label;
-      failed_pid = x.id.pid;
-      for (const auto& s : started) {
-        if (x.label.rfind(s.planned->name, 0) == 0) failed_log = s.log;
+  void BecomeReady() {
+    // Everything that exists now belongs to the server: watch it all.
+    for (const Started& s : started_) {
+      Result<std::vector<ProcessInfo>> d = watch_->AddDescendants(s.spawned.id.pid, s.planned->name);
+      if (d) {
+        for (const auto& p : d.value()) known_.push_back(p.id());
       }
-      return fail(x.Describe());
     }
-    if (Clock::now() < next_probe) continue;
-    next_probe = Clock::now() + o.health_interval;
-    for (size_t i = 0; i < started.size(); ++i) {
-      const auto& checks = started[i].planned->readiness;
+    ready_ = true;
+    // task 0 (waiting on the pipe) first; the other local tasks read the state.
+    Report(ready_fd_, "ready");
+    SetState(o_, "ready");
+    std::fprintf(stderr, "ix-stepd: ready\n");
+    events_.Send("ready", o_.step);
+  }
+
+  // One health probe of each process with a readiness check; `misses`
+  // counts each one's failures in a row, and too many fail the step.
+  std::optional<int> ProbeHealth(std::vector<int>& misses) {
+    ProbeOptions po;
+    po.timeout = o_.health_interval;
+    po.connect_timeout = o_.health_interval;
+    for (size_t i = 0; i < started_.size(); ++i) {
+      const auto& checks = started_[i].planned->readiness;
       if (checks.empty()) continue;
       ReadinessCheck health = checks[0];
       health.kind = ReadinessTemplate::Kind::kHttpOk;
-      const ProbeResult pr = prober.Probe(health, po);
+      const ProbeResult pr = prober_.Probe(health, po);
       misses[i] = pr.ready ? 0 : misses[i] + 1;
-      if (misses[i] >= o.health_failures) {
-        failed_process = started[i].planned->name;
-        failed_pid = started[i].spawned.id.pid;
-        failed_log = started[i].log;
-        return fail(started[i].planned->name + " failed " + std::to_string(misses[i]) +
+      if (misses[i] >= o_.health_failures) {
+        failed_process_ = started_[i].planned->name;
+        failed_pid_ = started_[i].spawned.id.pid;
+        failed_log_ = started_[i].log;
+        return Fail(started_[i].planned->name + " failed " + std::to_string(misses[i]) +
                     " health probes in a row (" + health.url + ": " + pr.detail + ")");
       }
     }
+    return std::nullopt;
   }
-  stop_all();
-  SetState(o, "finished");
-  events.Send("finished", o.step);
-  if (events.dropped() > 0) {
-    std::fprintf(stderr, "ix-stepd: %llu events not delivered to the node agent: %s\n",
-                 static_cast<unsigned long long>(events.dropped()), events.last_error().c_str());
+
+  // A watched server process (or a descendant seen at readiness) exited.
+  int ServerExited(const ProcessExit& x) {
+    failed_process_ = x.label;
+    failed_pid_ = x.id.pid;
+    for (const auto& s : started_) {
+      if (x.label.rfind(s.planned->name, 0) == 0) failed_log_ = s.log;
+    }
+    return Fail(x.Describe());
   }
-  return 0;
+
+  // Liveness until the step ends: a stop (SIGTERM), the client's exit
+  // (then stopped cleanly), or a failure.
+  int WatchUntilEnd() {
+    std::vector<int> misses(started_.size(), 0);
+    // SIGTERM (the end of the step) interrupts the wait (its handler has no
+    // SA_RESTART); the short tick is only a backstop.
+    constexpr auto kTick = std::chrono::milliseconds(20);
+    auto next_probe = Clock::now() + o_.health_interval;
+    while (!*stop_requested_) {
+      Result<std::optional<ProcessExit>> e = watch_->Wait(kTick);
+      if (!e) return Fail(e.error().message);
+      if (e.value() && IsClient(*e.value())) {
+        std::fprintf(stderr, "ix-stepd: %s: stopping the servers\n", e.value()->Describe().c_str());
+        break;
+      }
+      if (e.value() && IsOwner(*e.value())) return OwnerDied(*e.value());
+      if (e.value()) return ServerExited(*e.value());
+      if (Clock::now() < next_probe) continue;
+      next_probe = Clock::now() + o_.health_interval;
+      if (std::optional<int> end = ProbeHealth(misses)) return *end;
+    }
+    StopAll();
+    SetState(o_, "finished");
+    events_.Send("finished", o_.step);
+    if (events_.dropped() > 0) {
+      std::fprintf(stderr, "ix-stepd: %llu events not delivered to the node agent: %s\n",
+                   static_cast<unsigned long long>(events_.dropped()), events_.last_error().c_str());
+    }
+    return 0;
+  }
+
+  const LaunchPlan& plan_;
+  const SupervisorOptions& o_;
+  volatile const sig_atomic_t* stop_requested_;
+  int ready_fd_;  // -1 once answered
+  EventSink events_;
+  SocketProber prober_;  // no libcurl in ix-stepd: it costs ~7 ms of start-up
+  std::optional<ProcessWatch> watch_;
+  std::vector<std::unique_ptr<PreparedBinding>> prepared_;  // alive while processes are spawned
+  std::vector<Started> started_;
+  std::vector<ProcessId> known_;  // descendants seen at readiness
+  bool ready_ = false;
+  std::string failed_process_;
+  pid_t failed_pid_ = 0;
+  std::string failed_log_;
+};
+
+}  // namespace
+
+int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& o,
+                  volatile const sig_atomic_t* stop_requested) {
+  return Supervision(plan, o, stop_requested).Run();
 }
 
 }  // namespace ix

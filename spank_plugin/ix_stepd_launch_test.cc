@@ -1,4 +1,4 @@
-#include "spank_plugin/stepd_launch.h"
+#include "spank_plugin/ix_stepd_launch.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,10 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using RunDir = test::TempDir;
-
 TEST(StepdLaunch, OpenRefusesWhatCannotBeExecuted) {
-  RunDir d;
+  test::TempDir d("ix-stepd-launch");
   Result<StepdHandles> missing = OpenStepdHandles(d.path() + "/nope", d.path());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("cannot open ix-stepd " + d.path() + "/nope: No such file or directory"),
@@ -43,7 +41,7 @@ TEST(StepdLaunch, OpenRefusesWhatCannotBeExecuted) {
 // stepd.log planted by the job user as a FIFO (no reader) or a link is
 // refused at once: the task must not block on it for ever.
 TEST(StepdLaunch, APlantedLogIsRefusedWithoutBlocking) {
-  RunDir d;
+  test::TempDir d("ix-stepd-launch");
   Result<StepdHandles> h = OpenStepdHandles("/bin/sh", d.path());
   ASSERT_TRUE(h.ok()) << h.error().message;
   const std::vector<std::string> argv = {"ix-stepd", "-c", "echo ready >&3"};
@@ -69,7 +67,7 @@ TEST(StepdLaunch, APlantedLogIsRefusedWithoutBlocking) {
 // The program runs from its descriptor, with exactly stdio, the ready pipe
 // and the run directory open, and its output in stepd.log.
 TEST(StepdLaunch, RunsFromTheDescriptorWithOnlyItsDescriptors) {
-  RunDir d;
+  test::TempDir d("ix-stepd-launch");
   Result<StepdHandles> h = OpenStepdHandles("/bin/sh", d.path());
   ASSERT_TRUE(h.ok()) << h.error().message;
   const std::vector<std::string> argv = {
@@ -93,7 +91,7 @@ TEST(StepdLaunch, RunsFromTheDescriptorWithOnlyItsDescriptors) {
 }
 
 TEST(StepdLaunch, AProgramThatCannotRunIsAnError) {
-  RunDir d;
+  test::TempDir d("ix-stepd-launch");
   const std::string script = d.path() + "/script";
   std::ofstream(script) << "#!/bin/sh\necho hi\n";
   ::chmod(script.c_str(), 0755);
@@ -110,7 +108,7 @@ TEST(StepdLaunch, AProgramThatCannotRunIsAnError) {
 }
 
 TEST(StepdLaunch, OtherTasksLearnAtOnceThatTheSupervisorFailedOrDied) {
-  RunDir d;
+  test::TempDir d("ix-stepd-launch");
   const int fd = ::open(d.path().c_str(), O_RDONLY | O_DIRECTORY);
   const auto far = std::chrono::steady_clock::now() + 60s;
   ASSERT_TRUE(WriteFileAtomicAt(fd, d.path(), "state", "ready\n").ok());

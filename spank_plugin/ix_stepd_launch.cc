@@ -1,4 +1,4 @@
-#include "spank_plugin/stepd_launch.h"
+#include "spank_plugin/ix_stepd_launch.h"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
