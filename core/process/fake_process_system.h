@@ -18,6 +18,8 @@ namespace ix {
 // A fake process table. Signals act at once: TERM ends a process unless it
 // ignores TERM, KILL always; an ended process becomes a zombie of its
 // parent (orphans go to pid 1, whose zombies stay until the test says).
+// Two knobs play what the real OS can do mid-stop: /proc goes away
+// (lose_proc), and processes in uninterruptible sleep (stuck).
 class FakeSystem final : public ProcessSystem {
  public:
   struct Proc {
@@ -31,6 +33,8 @@ class FakeSystem final : public ProcessSystem {
   std::chrono::steady_clock::time_point now{};
   std::vector<pid_t> reaped;
   bool proc_gone = false;             // Snapshot fails, as with /proc detached
+  bool lose_proc = false;             // proc_gone becomes true after the next Snapshot
+  bool stuck = false;                 // every signal is accepted and changes nothing; no exit, no reap
   std::map<int, pid_t> pidfds;        // held pidfd -> pid
 
   void Add(pid_t pid, pid_t ppid, pid_t pgid, std::string comm, uint64_t start, bool ignores_term = false) {
@@ -50,6 +54,7 @@ class FakeSystem final : public ProcessSystem {
     if (proc_gone) return Error{"cannot list /proc: No such file or directory"};
     std::vector<ProcessInfo> out;
     for (const auto& [pid, p] : procs) out.push_back(p.info);
+    if (lose_proc) proc_gone = true;
     return out;
   }
   void End(pid_t pid) {
@@ -70,6 +75,7 @@ class FakeSystem final : public ProcessSystem {
     if (sig == SIGKILL) End(pid);
   }
   int Signal(const ProcessId& id, int sig) override {
+    if (stuck) return 0;
     auto it = procs.find(id.pid);
     if (it == procs.end() || it->second.info.start_time != id.start_time) return ESRCH;
     signals.emplace_back(id.pid, sig);
@@ -77,6 +83,7 @@ class FakeSystem final : public ProcessSystem {
     return 0;
   }
   int SignalGroup(pid_t pgid, int sig) override {
+    if (stuck) return 0;
     group_signals.emplace_back(pgid, sig);
     bool any = false;
     for (auto& [pid, p] : procs) {
@@ -88,16 +95,19 @@ class FakeSystem final : public ProcessSystem {
     return any ? 0 : ESRCH;
   }
   int SignalHeld(int pidfd, int sig) override {
+    if (stuck) return 0;
     if (HeldExited(pidfd)) return ESRCH;
     signals.emplace_back(pidfds[pidfd], sig);
     Deliver(pidfds[pidfd], sig);
     return 0;
   }
   bool HeldExited(int pidfd) override {
+    if (stuck) return false;
     auto it = procs.find(pidfds.count(pidfd) ? pidfds[pidfd] : -1);
     return it == procs.end() || it->second.info.exited();
   }
   void Reap(pid_t pid) override {
+    if (stuck) return;
     reaped.push_back(pid);
     procs.erase(pid);
   }
@@ -109,7 +119,6 @@ class FakeSystem final : public ProcessSystem {
     return std::find(signals.begin(), signals.end(), std::make_pair(pid, sig)) != signals.end();
   }
 };
-
 
 // The pids of `v`, sorted: for comparing what a stop signalled.
 inline std::vector<pid_t> SortedPids(const std::vector<ProcessInfo>& v) {

@@ -13,11 +13,15 @@
 #include <cstring>
 #include <vector>
 
+#include "core/base/text.h"
+#include "core/base/unique_fd.h"
+
 namespace ix {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kNpos = std::string_view::npos;
+constexpr std::string_view kOws = " \t";  // HTTP's optional whitespace
 
 // ---- Text helpers ----------------------------------------------------------
 
@@ -29,12 +33,6 @@ bool IEquals(std::string_view a, std::string_view b) {
     if (Lower(a[i]) != Lower(b[i])) return false;
   }
   return true;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -58,6 +56,8 @@ long ElapsedMs(Clock::time_point since) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count());
 }
 
+std::string AnswerTooLarge() { return "answer larger than " + std::to_string(kProbeMaxBody >> 20) + " MiB"; }
+
 // ---- Response parsing ------------------------------------------------------
 
 // The line that starts at `pos`, without its CR LF (or bare LF), in *line;
@@ -80,7 +80,14 @@ long StatusCode(std::string_view line) {
   return code >= 100 ? code : -1;
 }
 
+// How far a parse got: the bytes so far are not enough, the part is whole,
+// or it is malformed (`why` says how).
 enum class Step { kNeedMore, kDone, kBad };
+
+Step Bad(std::string* why, std::string detail) {
+  *why = std::move(detail);
+  return Step::kBad;
+}
 
 // Walks a chunked body from `pos` (RFC 9112 7.1: hex size[;ext] CRLF data
 // CRLF ..., 0 CRLF, trailers, CRLF); appends the data to *out when given.
@@ -91,10 +98,9 @@ Step WalkChunks(std::string_view raw, size_t pos, std::string* out, std::string*
     size_t next = ReadLine(raw, pos, &line);
     if (next == kNpos) {
       if (raw.size() - pos <= 1024) return Step::kNeedMore;
-      *why = "malformed chunked body (a chunk size line longer than 1 KiB)";
-      return Step::kBad;
+      return Bad(why, "malformed chunked body (a chunk size line longer than 1 KiB)");
     }
-    const std::string_view digits = Trim(line.substr(0, line.find(';')));
+    const std::string_view digits = Trim(line.substr(0, line.find(';')), kOws);
     uint64_t size = 0;
     bool ok = !digits.empty() && digits.size() <= 15;
     for (char c : digits) {
@@ -102,66 +108,143 @@ Step WalkChunks(std::string_view raw, size_t pos, std::string* out, std::string*
       if (v < 0) ok = false;
       size = size * 16 + static_cast<uint64_t>(std::max(v, 0));
     }
-    if (!ok) {
-      *why = "malformed chunked body (bad chunk size line " + Excerpt(line) + ")";
-      return Step::kBad;
-    }
+    if (!ok) return Bad(why, "malformed chunked body (bad chunk size line " + Excerpt(line) + ")");
     pos = next;
     if (size == 0) {  // the last chunk: trailers up to an empty line
       for (;;) {
         next = ReadLine(raw, pos, &line);
         if (next == kNpos) {
           if (raw.size() - pos <= kProbeMaxHeaders) return Step::kNeedMore;
-          *why = "trailers larger than " + std::to_string(kProbeMaxHeaders >> 10) + " KiB";
-          return Step::kBad;
+          return Bad(why, "trailers larger than " + std::to_string(kProbeMaxHeaders >> 10) + " KiB");
         }
         pos = next;
         if (line.empty()) return Step::kDone;
       }
     }
     total += size;
-    if (total > kProbeMaxBody) {
-      *why = "answer larger than " + std::to_string(kProbeMaxBody >> 20) + " MiB";
-      return Step::kBad;
-    }
+    if (total > kProbeMaxBody) return Bad(why, AnswerTooLarge());
     if (raw.size() - pos < size) return Step::kNeedMore;
     if (out) out->append(raw.substr(pos, size));
     pos += size;
     next = ReadLine(raw, pos, &line);  // the CR LF after the data
     if (next == kNpos && raw.size() - pos < 2) return Step::kNeedMore;
-    if (next == kNpos || !line.empty()) {
-      *why = "malformed chunked body (chunk data longer than its size)";
-      return Step::kBad;
-    }
+    if (next == kNpos || !line.empty()) return Bad(why, "malformed chunked body (chunk data longer than its size)");
     pos = next;
   }
 }
 
-// ---- Sockets ---------------------------------------------------------------
-
-// Owns one descriptor.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = other.fd_;
-      other.fd_ = -1;
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
+// What a header block said about the answer it heads.
+struct Head {
+  long status = 0;
+  bool chunked = false;
+  bool has_length = false;
+  uint64_t length = 0;
+  size_t body_start = 0;  // set for the final block only
 };
+
+std::string HeadersTooLarge() {
+  return "header block larger than " + std::to_string(kProbeMaxHeaders >> 10) + " KiB";
+}
+
+// A block whose end has not come: too large already, more to come, or cut
+// short by the close (`cut` says where).
+Step Unfinished(std::string_view raw, size_t block, bool closed, const char* cut, std::string* why) {
+  if (raw.size() - block > kProbeMaxHeaders) return Bad(why, HeadersTooLarge());
+  if (!closed) return Step::kNeedMore;
+  return Bad(why, cut);
+}
+
+// One "Name: value" line into `head`: the framing headers count, others
+// are skipped.
+Step ParseHeaderLine(std::string_view line, Head& head, std::string* why) {
+  const size_t colon = line.find(':');
+  if (colon == kNpos || colon == 0) return Bad(why, "malformed header line " + Excerpt(line));
+  const std::string_view name = line.substr(0, colon);
+  const std::string_view value = Trim(line.substr(colon + 1), kOws);
+  if (IEquals(name, "Transfer-Encoding")) {
+    // Chunked when it is the last coding (RFC 9112 6.3).
+    const size_t comma = value.rfind(',');
+    head.chunked = IEquals(Trim(comma == kNpos ? value : value.substr(comma + 1), kOws), "chunked");
+  } else if (IEquals(name, "Content-Length")) {
+    uint64_t n = 0;
+    if (value.size() > 18 || !ParseUnsigned(value, n)) return Bad(why, "bad Content-Length " + Excerpt(value));
+    if (head.has_length && head.length != n) return Bad(why, "conflicting Content-Length headers");
+    head.has_length = true;
+    head.length = n;
+  }
+  return Step::kDone;
+}
+
+// One header block from `pos`: a status line, header lines, an empty line.
+// When kDone, `head` is the block's and `pos` is after it.
+Step ParseBlock(std::string_view raw, bool closed, size_t& pos, Head& head, std::string* why) {
+  const size_t block = pos;
+  std::string_view line;
+  size_t next = ReadLine(raw, pos, &line);
+  if (next == kNpos) {
+    return Unfinished(raw, block, closed,
+                      raw.size() == block ? "Empty reply from server"
+                                          : "connection closed in the middle of the status line",
+                      why);
+  }
+  head = Head{};
+  head.status = StatusCode(line);
+  if (head.status < 0) return Bad(why, "not an HTTP/1.x answer: " + Excerpt(line));
+  pos = next;
+  for (;;) {
+    next = ReadLine(raw, pos, &line);
+    if (next == kNpos) return Unfinished(raw, block, closed, "connection closed in the middle of the headers", why);
+    if (next - block > kProbeMaxHeaders) return Bad(why, HeadersTooLarge());
+    pos = next;
+    if (line.empty()) return Step::kDone;
+    if (ParseHeaderLine(line, head, why) == Step::kBad) return Step::kBad;
+  }
+}
+
+// The header blocks: 1xx interim answers (100 Continue, 103 Early Hints)
+// come before the final one and are skipped. When kDone, `head` is the
+// final answer's.
+Step ParseHead(std::string_view raw, bool closed, Head& head, std::string* why) {
+  size_t pos = 0;
+  for (;;) {
+    if (const Step s = ParseBlock(raw, closed, pos, head, why); s != Step::kDone) return s;
+    if (head.status == 101) return Bad(why, "HTTP 101: the server switched protocols");
+    if (head.status >= 200) {
+      head.body_start = pos;
+      return Step::kDone;
+    }
+  }
+}
+
+// The body `head` announces, from raw[head.body_start]: whole into *body
+// (kDone), kNeedMore, or kBad.
+Step ParseBody(std::string_view raw, bool closed, const Head& head, std::string* body, std::string* why) {
+  const size_t start = head.body_start;
+  if (head.status == 204 || head.status == 304) return Step::kDone;  // never a body
+  if (head.chunked) {  // wins over Content-Length
+    Step s = WalkChunks(raw, start, nullptr, why);
+    if (s == Step::kDone) s = WalkChunks(raw, start, body, why);
+    if (s == Step::kNeedMore && closed) return Bad(why, "transfer closed with outstanding read data remaining");
+    return s;
+  }
+  const size_t have = raw.size() - start;
+  if (head.has_length) {
+    if (head.length > kProbeMaxBody) return Bad(why, AnswerTooLarge());
+    if (have < head.length) {
+      if (!closed) return Step::kNeedMore;
+      return Bad(why, "transfer closed with " + std::to_string(head.length - have) + " bytes remaining to read");
+    }
+    *body = std::string(raw.substr(start, head.length));
+    return Step::kDone;
+  }
+  // Neither: the body ends at the close.
+  if (have > kProbeMaxBody) return Bad(why, AnswerTooLarge());
+  if (!closed) return Step::kNeedMore;
+  *body = std::string(raw.substr(start));
+  return Step::kDone;
+}
+
+// ---- Sockets ---------------------------------------------------------------
 
 // Waits for `events` on `fd` until `deadline`: 1 when ready (or in error),
 // 0 at the deadline, -1 on a poll error (errno).
@@ -178,32 +261,29 @@ int WaitFor(int fd, short events, Clock::time_point deadline) {
   }
 }
 
+// A socket address to connect to. Invariant: `sa` holds `len` bytes of a
+// sockaddr_in or sockaddr_in6 whose family is sa.ss_family.
 struct Address {
   sockaddr_storage sa{};
   socklen_t len = 0;
-  int family = AF_UNSPEC;
 };
 
-Address Ipv4(const in_addr& a, uint16_t port) {
+// `s` (a sockaddr_in or sockaddr_in6, its family set) as an Address.
+template <class Sockaddr>
+Address ToAddress(const Sockaddr& s) {
   Address r;
-  auto* s = reinterpret_cast<sockaddr_in*>(&r.sa);
-  s->sin_family = AF_INET;
-  s->sin_port = htons(port);
-  s->sin_addr = a;
-  r.len = sizeof(sockaddr_in);
-  r.family = AF_INET;
+  std::memcpy(&r.sa, &s, sizeof s);
+  r.len = sizeof s;
   return r;
 }
 
+Address Ipv4(const in_addr& a, uint16_t port) {
+  return ToAddress(sockaddr_in{.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = a, .sin_zero = {}});
+}
+
 Address Ipv6(const in6_addr& a, uint16_t port) {
-  Address r;
-  auto* s = reinterpret_cast<sockaddr_in6*>(&r.sa);
-  s->sin6_family = AF_INET6;
-  s->sin6_port = htons(port);
-  s->sin6_addr = a;
-  r.len = sizeof(sockaddr_in6);
-  r.family = AF_INET6;
-  return r;
+  return ToAddress(sockaddr_in6{
+      .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_flowinfo = 0, .sin6_addr = a, .sin6_scope_id = 0});
 }
 
 // The addresses to try, in order: "localhost" is 127.0.0.1 then ::1 (as
@@ -223,36 +303,122 @@ Result<std::vector<Address>> Resolve(const HttpUrl& u) {
 }
 
 // A non-blocking connect to `a` finished by `deadline`: the connected
-// socket, or an invalid Fd with *err set (ETIMEDOUT at the deadline).
-Fd Connect(const Address& a, Clock::time_point deadline, int* err) {
-  Fd fd(::socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) {
+// socket, or an invalid one with *err set (ETIMEDOUT at the deadline).
+UniqueFd Connect(const Address& a, Clock::time_point deadline, int* err) {
+  UniqueFd fd(::socket(a.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
     *err = errno;
-    return Fd();
+    return UniqueFd();
   }
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a.sa), a.len) == 0) return fd;
   if (errno != EINPROGRESS && errno != EINTR) {
     *err = errno;
-    return Fd();
+    return UniqueFd();
   }
   const int w = WaitFor(fd.get(), POLLOUT, deadline);
   if (w <= 0) {
     *err = w == 0 ? ETIMEDOUT : errno;
-    return Fd();
+    return UniqueFd();
   }
   int so_error = 0;
   socklen_t len = sizeof so_error;
   if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) so_error = errno;
   if (so_error != 0) {
     *err = so_error;
-    return Fd();
+    return UniqueFd();
   }
   return fd;
 }
 
+// ---- One probe, step by step -----------------------------------------------
+
 std::string TimedOut(Clock::time_point start, size_t received) {
   return "Operation timed out after " + std::to_string(ElapsedMs(start)) + " milliseconds with " +
          std::to_string(received) + " bytes received";
+}
+
+ProbeResult NotReady(std::string detail) {
+  ProbeResult r;
+  r.detail = std::move(detail);
+  return r;
+}
+
+// Connects to each address in turn, within the one connect timeout. The
+// first failure is the one reported (for localhost, 127.0.0.1's), worded
+// as curl words it.
+Result<UniqueFd> ConnectAny(const HttpUrl& u, const std::vector<Address>& addresses, Clock::time_point start,
+                            Clock::time_point deadline) {
+  int err = 0;
+  for (const Address& a : addresses) {
+    int e = 0;
+    UniqueFd fd = Connect(a, deadline, &e);
+    if (fd.valid()) return fd;
+    if (err == 0) err = e;
+    if (e == ETIMEDOUT) break;
+  }
+  return Error{"Failed to connect to " + u.host + " port " + std::to_string(u.port) + " after " +
+               std::to_string(ElapsedMs(start)) + " ms: " +
+               (err == ECONNREFUSED ? std::string("Couldn't connect to server")
+                : err == ETIMEDOUT  ? std::string("Connection timed out")
+                                    : "Couldn't connect to server (" + std::string(std::strerror(err)) + ")")};
+}
+
+// Sends the whole request (MSG_NOSIGNAL: a closed peer is EPIPE, not
+// SIGPIPE): "" once sent, else what went wrong.
+std::string SendAll(int fd, const std::string& request, Clock::time_point start, Clock::time_point deadline) {
+  for (size_t sent = 0; sent < request.size();) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n >= 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return std::string("Send failure: ") + std::strerror(errno);
+    const int w = WaitFor(fd, POLLOUT, deadline);
+    if (w == 0) return TimedOut(start, 0);
+    if (w < 0) return std::string("Send failure: ") + std::strerror(errno);
+  }
+  return "";
+}
+
+// Reads until the answer is whole, the server closes, or the deadline, and
+// judges it: 200 is ready. Chunk framing can add to the body, so the raw
+// bytes may exceed the caps somewhat; the parser enforces the caps themselves.
+ProbeResult ReceiveAnswer(int fd, Clock::time_point start, Clock::time_point deadline, std::string* body) {
+  constexpr size_t kMaxRaw = kProbeMaxHeaders + 2 * kProbeMaxBody;
+  ProbeResult r;
+  std::string raw;
+  char buf[16384];
+  for (;;) {
+    const int w = WaitFor(fd, POLLIN, deadline);
+    if (w == 0) {
+      r.http_status = ParseHttpAnswer(raw, false).status;
+      r.detail = TimedOut(start, raw.size());
+      return r;
+    }
+    if (w < 0) return NotReady(std::string("Recv failure: ") + std::strerror(errno));
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      r.http_status = ParseHttpAnswer(raw, false).status;
+      r.detail = std::string("Recv failure: ") + std::strerror(errno);
+      return r;
+    }
+    raw.append(buf, static_cast<size_t>(n));
+    if (raw.size() > kMaxRaw) return NotReady(AnswerTooLarge());
+    HttpAnswer a = ParseHttpAnswer(raw, n == 0);
+    if (a.state == HttpAnswer::State::kIncomplete) continue;
+    r.http_status = a.status;
+    if (a.state == HttpAnswer::State::kBad) {
+      r.detail = a.detail;
+      return r;
+    }
+    r.answered = true;
+    r.ready = a.status == 200;
+    if (!r.ready) r.detail = "HTTP " + std::to_string(a.status);
+    if (body) *body = std::move(a.body);
+    return r;
+  }
 }
 
 }  // namespace
@@ -303,12 +469,8 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   }
   if (u.host.empty()) return malformed("no host");
   if (has_port && !port_text.empty()) {  // "host:" is port 80, as RFC 3986 says
-    unsigned long port = 0;
-    for (char c : port_text) {
-      if (!IsDigit(c) || port > 65535) return malformed("bad port");
-      port = port * 10 + static_cast<unsigned long>(c - '0');
-    }
-    if (port == 0 || port > 65535) return malformed("bad port");
+    uint64_t port = 0;
+    if (!ParseUnsigned(port_text, port) || port == 0 || port > 65535) return malformed("bad port");
     u.port = static_cast<uint16_t>(port);
   }
   tail = tail.substr(0, tail.find('#'));
@@ -319,235 +481,39 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
 
 HttpAnswer ParseHttpAnswer(std::string_view raw, bool closed) {
   HttpAnswer a;
-  auto bad = [&a](std::string detail) {
-    a.state = HttpAnswer::State::kBad;
-    a.detail = std::move(detail);
-    return a;
-  };
-  const std::string too_large_headers = "header block larger than " + std::to_string(kProbeMaxHeaders >> 10) + " KiB";
-  // The header blocks: 1xx interim answers (100 Continue, 103 Early Hints)
-  // come before the final one and are skipped.
-  size_t pos = 0;
-  long status = 0;
-  bool chunked = false;
-  bool has_length = false;
-  uint64_t length = 0;
-  std::string_view line;
-  for (;;) {
-    const size_t block = pos;
-    size_t next = ReadLine(raw, pos, &line);
-    if (next == kNpos) {
-      if (raw.size() - block > kProbeMaxHeaders) return bad(too_large_headers);
-      if (!closed) return a;
-      return bad(raw.size() == block ? "Empty reply from server" : "connection closed in the middle of the status line");
-    }
-    status = StatusCode(line);
-    if (status < 0) return bad("not an HTTP/1.x answer: " + Excerpt(line));
-    pos = next;
-    chunked = false;
-    has_length = false;
-    for (;;) {
-      next = ReadLine(raw, pos, &line);
-      if (next == kNpos) {
-        if (raw.size() - block > kProbeMaxHeaders) return bad(too_large_headers);
-        if (!closed) return a;
-        return bad("connection closed in the middle of the headers");
-      }
-      if (next - block > kProbeMaxHeaders) return bad(too_large_headers);
-      pos = next;
-      if (line.empty()) break;
-      const size_t colon = line.find(':');
-      if (colon == kNpos || colon == 0) return bad("malformed header line " + Excerpt(line));
-      const std::string_view name = line.substr(0, colon);
-      const std::string_view value = Trim(line.substr(colon + 1));
-      if (IEquals(name, "Transfer-Encoding")) {
-        // Chunked when it is the last coding (RFC 9112 6.3).
-        const size_t comma = value.rfind(',');
-        chunked = IEquals(Trim(comma == kNpos ? value : value.substr(comma + 1)), "chunked");
-      } else if (IEquals(name, "Content-Length")) {
-        uint64_t n = 0;
-        if (value.empty() || value.size() > 18) return bad("bad Content-Length " + Excerpt(value));
-        for (char c : value) {
-          if (!IsDigit(c)) return bad("bad Content-Length " + Excerpt(value));
-          n = n * 10 + static_cast<uint64_t>(c - '0');
-        }
-        if (has_length && length != n) return bad("conflicting Content-Length headers");
-        has_length = true;
-        length = n;
-      }
-    }
-    if (status == 101) return bad("HTTP 101: the server switched protocols");
-    if (status >= 200) break;
+  Head head;
+  Step s = ParseHead(raw, closed, head, &a.detail);
+  if (s == Step::kDone) {
+    a.status = head.status;
+    s = ParseBody(raw, closed, head, &a.body, &a.detail);
   }
-  a.status = status;
-  const std::string too_large = "answer larger than " + std::to_string(kProbeMaxBody >> 20) + " MiB";
-  const size_t start = pos;
-  if (status == 204 || status == 304) {  // never a body
-    a.state = HttpAnswer::State::kComplete;
-    return a;
-  }
-  if (chunked) {  // wins over Content-Length
-    std::string why;
-    Step s = WalkChunks(raw, start, nullptr, &why);
-    if (s == Step::kDone) s = WalkChunks(raw, start, &a.body, &why);
-    if (s == Step::kBad) return bad(why);
-    if (s == Step::kNeedMore) {
-      if (closed) return bad("transfer closed with outstanding read data remaining");
-      return a;
-    }
-    a.state = HttpAnswer::State::kComplete;
-    return a;
-  }
-  const size_t have = raw.size() - start;
-  if (has_length) {
-    if (length > kProbeMaxBody) return bad(too_large);
-    if (have < length) {
-      if (closed) return bad("transfer closed with " + std::to_string(length - have) + " bytes remaining to read");
-      return a;
-    }
-    a.body = std::string(raw.substr(start, length));
-    a.state = HttpAnswer::State::kComplete;
-    return a;
-  }
-  // Neither: the body ends at the close.
-  if (have > kProbeMaxBody) return bad(too_large);
-  if (!closed) return a;
-  a.body = std::string(raw.substr(start));
-  a.state = HttpAnswer::State::kComplete;
+  if (s == Step::kDone) a.state = HttpAnswer::State::kComplete;
+  if (s == Step::kBad) a.state = HttpAnswer::State::kBad;
   return a;
 }
 
-ProbeResult SocketProber::Get(const std::string& url, const ProbeOptions& options, std::string* body,
-                              bool* answered) {
-  ProbeResult r;
-  *answered = false;
+ProbeResult SocketProber::Get(const std::string& url, const ProbeOptions& options, std::string* body) {
   if (body) body->clear();
   const auto start = Clock::now();
   const auto timeout = std::max(options.timeout, std::chrono::milliseconds(1));
   const auto deadline = start + timeout;
-  const auto connect_deadline =
-      start + std::clamp(options.connect_timeout, std::chrono::milliseconds(1), timeout);
+  const auto connect_deadline = start + std::clamp(options.connect_timeout, std::chrono::milliseconds(1), timeout);
 
   Result<HttpUrl> parsed = ParseHttpUrl(url);
-  if (!parsed) {
-    r.detail = parsed.error().message;
-    return r;
-  }
+  if (!parsed) return NotReady(parsed.error().message);
   const HttpUrl& u = parsed.value();
   Result<std::vector<Address>> addresses = Resolve(u);
-  if (!addresses) {
-    r.detail = addresses.error().message;
-    return r;
-  }
-
-  // Connect: each address in turn, within the one connect timeout. The
-  // first failure is the one reported (for localhost, 127.0.0.1's).
-  Fd fd;
-  int err = 0;
-  for (const Address& a : addresses.value()) {
-    int e = 0;
-    fd = Connect(a, connect_deadline, &e);
-    if (fd.get() >= 0) break;
-    if (err == 0) err = e;
-    if (e == ETIMEDOUT) break;
-  }
-  if (fd.get() < 0) {
-    r.detail = "Failed to connect to " + u.host + " port " + std::to_string(u.port) + " after " +
-               std::to_string(ElapsedMs(start)) + " ms: " +
-               (err == ECONNREFUSED ? std::string("Couldn't connect to server")
-                : err == ETIMEDOUT  ? std::string("Connection timed out")
-                                    : "Couldn't connect to server (" + std::string(std::strerror(err)) + ")");
-    return r;
-  }
+  if (!addresses) return NotReady(addresses.error().message);
+  Result<UniqueFd> fd = ConnectAny(u, addresses.value(), start, connect_deadline);
+  if (!fd) return NotReady(fd.error().message);
   const int one = 1;
-  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-
-  // Send the request (MSG_NOSIGNAL: a closed peer is EPIPE, not SIGPIPE).
+  ::setsockopt(fd.value().get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   const std::string request = "GET " + u.target + " HTTP/1.1\r\nHost: " + u.host_header +
                               "\r\nUser-Agent: ix-stepd\r\nAccept: */*\r\nConnection: close\r\n\r\n";
-  for (size_t sent = 0; sent < request.size();) {
-    const ssize_t n = ::send(fd.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n >= 0) {
-      sent += static_cast<size_t>(n);
-      continue;
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      r.detail = std::string("Send failure: ") + std::strerror(errno);
-      return r;
-    }
-    const int w = WaitFor(fd.get(), POLLOUT, deadline);
-    if (w == 0) {
-      r.detail = TimedOut(start, 0);
-      return r;
-    }
-    if (w < 0) {
-      r.detail = std::string("Send failure: ") + std::strerror(errno);
-      return r;
-    }
+  if (std::string failed = SendAll(fd.value().get(), request, start, deadline); !failed.empty()) {
+    return NotReady(std::move(failed));
   }
-
-  // Read until the answer is whole, the server closes, or the deadline.
-  // Chunk framing can add to the body, so the raw bytes may exceed the caps
-  // somewhat; the parser enforces the caps themselves.
-  constexpr size_t kMaxRaw = kProbeMaxHeaders + 2 * kProbeMaxBody;
-  std::string raw;
-  char buf[16384];
-  for (;;) {
-    const int w = WaitFor(fd.get(), POLLIN, deadline);
-    if (w == 0) {
-      r.http_status = ParseHttpAnswer(raw, false).status;
-      r.detail = TimedOut(start, raw.size());
-      return r;
-    }
-    if (w < 0) {
-      r.detail = std::string("Recv failure: ") + std::strerror(errno);
-      return r;
-    }
-    const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      r.http_status = ParseHttpAnswer(raw, false).status;
-      r.detail = std::string("Recv failure: ") + std::strerror(errno);
-      return r;
-    }
-    raw.append(buf, static_cast<size_t>(n));
-    const bool closed = n == 0;
-    if (raw.size() > kMaxRaw) {
-      r.detail = "answer larger than " + std::to_string(kProbeMaxBody >> 20) + " MiB";
-      return r;
-    }
-    HttpAnswer a = ParseHttpAnswer(raw, closed);
-    if (a.state == HttpAnswer::State::kIncomplete) continue;
-    r.http_status = a.status;
-    if (a.state == HttpAnswer::State::kBad) {
-      r.detail = a.detail;
-      return r;
-    }
-    *answered = true;
-    r.answered = true;
-    r.ready = a.status == 200;
-    if (!r.ready) r.detail = "HTTP " + std::to_string(a.status);
-    if (body) *body = std::move(a.body);
-    return r;
-  }
-}
-
-ProbeResult SocketProber::HttpOk(const std::string& url, const ProbeOptions& options) {
-  bool answered = false;
-  return Get(url, options, nullptr, &answered);
-}
-
-ProbeResult SocketProber::ModelsNonEmpty(const std::string& url, const ProbeOptions& options) {
-  std::string body;
-  bool answered = false;
-  ProbeResult r = Get(url, options, &body, &answered);
-  return answered ? EvaluateModels(r.http_status, body) : r;
-}
-
-ProbeResult SocketProber::Probe(const ReadinessCheck& check, const ProbeOptions& options) {
-  return check.kind == ReadinessTemplate::Kind::kHttpOk ? HttpOk(check.url, options)
-                                                         : ModelsNonEmpty(check.url, options);
+  return ReceiveAnswer(fd.value().get(), start, deadline, body);
 }
 
 }  // namespace ix

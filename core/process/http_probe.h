@@ -65,18 +65,9 @@ HttpAnswer ParseHttpAnswer(std::string_view raw, bool closed);
 
 // The prober. Stateless: every probe opens and closes its own connection
 // (a local connect costs tens of microseconds).
-class SocketProber final : public ReadinessProber {
- public:
-  ProbeResult Probe(const ReadinessCheck& check, const ProbeOptions& options) override;
-  // GET `url`: 200 is ready.
-  ProbeResult HttpOk(const std::string& url, const ProbeOptions& options);
-  // GET `url`: 200 with a non-empty model list is ready (EvaluateModels).
-  ProbeResult ModelsNonEmpty(const std::string& url, const ProbeOptions& options);
-
+class SocketProber final : public HttpGetProber {
  private:
-  // Performs a GET; the decoded body goes to *body when given; *answered
-  // says whether a whole HTTP answer came back.
-  ProbeResult Get(const std::string& url, const ProbeOptions& options, std::string* body, bool* answered);
+  ProbeResult Get(const std::string& url, const ProbeOptions& options, std::string* body) override;
 };
 
 }  // namespace ix

@@ -135,47 +135,60 @@ TEST(ParseHttpUrl, UnsupportedOrMalformedUrlsSayWhy) {
   EXPECT_EQ(why("http:///health"), "malformed URL (no host): 'http:///health'");
   EXPECT_EQ(why("http://:80/health"), "malformed URL (no host): 'http://:80/health'");
   EXPECT_EQ(why("127.0.0.1:8000/health"), "malformed URL (no http:// scheme): '127.0.0.1:8000/health'");
-  EXPECT_TRUE(Has(why("http://h:0/"), "(bad port)"));
-  EXPECT_TRUE(Has(why("http://h:65536/"), "(bad port)"));
-  EXPECT_TRUE(Has(why("http://h:99999999999999999999/"), "(bad port)"));
-  EXPECT_TRUE(Has(why("http://h:8x/"), "(bad port)"));
-  EXPECT_TRUE(Has(why("http://u:p@h/"), "credentials"));
-  EXPECT_TRUE(Has(why("http://h/a b"), "space or control character"));
-  EXPECT_TRUE(Has(why("http://h/a\r\nX: y"), "space or control character"));
-  EXPECT_TRUE(Has(why("http://[::1/"), "no ']'"));
-  EXPECT_TRUE(Has(why("http://[zz]:1/"), "bad IPv6 address"));
-  EXPECT_TRUE(Has(why("http://::1:80/"), "malformed URL"));
-  EXPECT_TRUE(Has(why("http://h!/"), "bad character"));
-  EXPECT_TRUE(Has(why(""), "no http:// scheme"));
+  // Each URL, and a part of what the error says about it.
+  const std::pair<std::string, std::string> cases[] = {
+      {"http://h:0/", "(bad port)"},
+      {"http://h:65536/", "(bad port)"},
+      {"http://h:99999999999999999999/", "(bad port)"},
+      {"http://h:8x/", "(bad port)"},
+      {"http://u:p@h/", "credentials"},
+      {"http://h/a b", "space or control character"},
+      {"http://h/a\r\nX: y", "space or control character"},
+      {"http://[::1/", "no ']'"},
+      {"http://[zz]:1/", "bad IPv6 address"},
+      {"http://::1:80/", "malformed URL"},
+      {"http://h!/", "bad character"},
+      {"", "no http:// scheme"},
+  };
+  for (const auto& [url, part] : cases) EXPECT_TRUE(Has(why(url), part)) << url << ": " << why(url);
 }
 
 // ---- ParseHttpAnswer ---------------------------------------------------------
 
 using State = HttpAnswer::State;
 
-TEST(ParseHttpAnswer, ContentLengthBody) {
-  const std::string raw = "HTTP/1.1 200 OK\r\ncontent-LENGTH: 5\r\nX: y\r\n\r\nhello";
+// Parses `raw` cut short at every length (each must want more), then whole.
+HttpAnswer ParseGrowing(const std::string& raw) {
   for (size_t n = 0; n < raw.size(); ++n) {
     EXPECT_EQ(ParseHttpAnswer(std::string_view(raw).substr(0, n), false).state, State::kIncomplete) << n;
   }
-  HttpAnswer a = ParseHttpAnswer(raw, false);
+  return ParseHttpAnswer(raw, false);
+}
+
+// ParseHttpAnswer(raw, closed) has `state` and `status`, and `text` as its
+// detail when kBad, else as its body.
+void ExpectAnswer(std::string_view raw, bool closed, State state, long status, const std::string& text) {
+  const HttpAnswer a = ParseHttpAnswer(raw, closed);
+  EXPECT_EQ(a.state, state) << raw;
+  EXPECT_EQ(a.status, status) << raw;
+  EXPECT_EQ(state == State::kBad ? a.detail : a.body, text) << raw;
+}
+
+TEST(ParseHttpAnswer, ContentLengthBody) {
+  const std::string raw = "HTTP/1.1 200 OK\r\ncontent-LENGTH: 5\r\nX: y\r\n\r\nhello";
+  HttpAnswer a = ParseGrowing(raw);
   EXPECT_EQ(a.state, State::kComplete);
   EXPECT_EQ(a.status, 200);
   EXPECT_EQ(a.body, "hello");
-  a = ParseHttpAnswer("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", true);
-  EXPECT_EQ(a.state, State::kBad);
-  EXPECT_EQ(a.status, 200);
-  EXPECT_EQ(a.detail, "transfer closed with 2 bytes remaining to read");
+  ExpectAnswer("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", true, State::kBad, 200,
+               "transfer closed with 2 bytes remaining to read");
 }
 
 TEST(ParseHttpAnswer, ChunkedBodyWithExtensionsAndTrailers) {
   const std::string raw =
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\nContent-Length: 999\r\n\r\n"
       "4;ext=1\r\n{\"da\r\n9 \r\nta\":[{}]}\r\n0\r\nX-Trailer: t\r\n\r\n";
-  for (size_t n = 0; n < raw.size(); ++n) {
-    EXPECT_EQ(ParseHttpAnswer(std::string_view(raw).substr(0, n), false).state, State::kIncomplete) << n;
-  }
-  HttpAnswer a = ParseHttpAnswer(raw, false);
+  HttpAnswer a = ParseGrowing(raw);
   EXPECT_EQ(a.state, State::kComplete) << a.detail;
   EXPECT_EQ(a.body, R"({"data":[{}]})");
   a = ParseHttpAnswer(std::string_view(raw).substr(0, raw.size() - 5), true);
@@ -193,16 +206,10 @@ TEST(ParseHttpAnswer, ChunkedBodyWithExtensionsAndTrailers) {
 }
 
 TEST(ParseHttpAnswer, BodyUntilCloseInterimAnswersAndBareLineFeeds) {
-  HttpAnswer a = ParseHttpAnswer("HTTP/1.0 503 Service Unavailable\nServer: x\n\nnot yet", false);
-  EXPECT_EQ(a.state, State::kIncomplete);
-  EXPECT_EQ(a.status, 503);
-  a = ParseHttpAnswer("HTTP/1.0 503 Service Unavailable\nServer: x\n\nnot yet", true);
-  EXPECT_EQ(a.state, State::kComplete);
-  EXPECT_EQ(a.body, "not yet");
-  a = ParseHttpAnswer("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", false);
-  EXPECT_EQ(a.state, State::kComplete);
-  EXPECT_EQ(a.status, 204);
-  EXPECT_EQ(a.body, "");
+  const std::string until_close = "HTTP/1.0 503 Service Unavailable\nServer: x\n\nnot yet";
+  ExpectAnswer(until_close, false, State::kIncomplete, 503, "");
+  ExpectAnswer(until_close, true, State::kComplete, 503, "not yet");
+  ExpectAnswer("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", false, State::kComplete, 204, "");
 }
 
 TEST(ParseHttpAnswer, MalformedAnswersSayWhy) {

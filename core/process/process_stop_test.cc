@@ -1,5 +1,7 @@
-// StopTree when /proc is gone: what ix-stepd meets inside a Pyxis container
-// whose rootfs was removed under it (its /proc mount detached).
+// StopTree: real trees (a setsid'd grandchild that ignores TERM, one that
+// escaped and was reparented, /proc gone: what ix-stepd meets inside a
+// Pyxis container whose rootfs was removed under it) and the logic alone,
+// with a fake OS.
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -10,21 +12,29 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/process/fake_process_system.h"
 #include "core/process/process.h"
 #include "core/process/process_watch.h"
+#include "core/process/spawn_test_helpers.h"
+#include "tests/support/test.h"
 
 namespace ix {
 namespace {
 
 using namespace std::chrono_literals;
+using test::Gone;
+using test::Reap;
+using test::Slurp;
+using test::TempDir;
+using test::WaitUntil;
 
-StopOptions Quick() {
+StopOptions Quick(std::chrono::milliseconds kill_wait = 5000ms) {
   StopOptions o;
   o.grace = 300ms;
-  o.kill_wait = 3000ms;
+  o.kill_wait = kill_wait;
   return o;
 }
 
@@ -38,7 +48,7 @@ TEST(StopTreeLogic, WithoutProcItSignalsHeldPidfdsAndRootGroups) {
   sys.proc_gone = true;
   const std::vector<HeldProcess> held = {{"vllm", {200, 20}, 7}, {"EngineCore_DP0", {201, 21}, 8},
                                          {"escaped", {202, 22}, 9}};
-  const StopReport r = StopTree({{200, 20}}, {{201, 21}, {202, 22}}, Quick(), sys, held);
+  const StopReport r = StopTree({{200, 20}}, {{201, 21}, {202, 22}}, Quick(3000ms), sys, held);
   EXPECT_TRUE(r.left.empty()) << r.Summary();
   EXPECT_FALSE(r.clean());  // the /proc error is reported
   EXPECT_NE(r.Summary().find("error: cannot list /proc"), std::string::npos) << r.Summary();
@@ -59,28 +69,8 @@ TEST(StopTreeLogic, ProcLostDuringTheStopFinishesBlind) {
   FakeSystem sys;
   sys.Add(200, 100, 200, "vllm", 20, /*ignores_term=*/true);
   sys.pidfds = {{7, 200}};
-  // The first look works; /proc is gone by the next one.
-  class LosesProc final : public ProcessSystem {
-   public:
-    explicit LosesProc(FakeSystem& f) : f_(f) {}
-    Result<std::vector<ProcessInfo>> Snapshot() override {
-      auto r = f_.Snapshot();
-      f_.proc_gone = true;
-      return r;
-    }
-    int Signal(const ProcessId& id, int sig) override { return f_.Signal(id, sig); }
-    int SignalGroup(pid_t g, int sig) override { return f_.SignalGroup(g, sig); }
-    int SignalHeld(int fd, int sig) override { return f_.SignalHeld(fd, sig); }
-    bool HeldExited(int fd) override { return f_.HeldExited(fd); }
-    void Reap(pid_t p) override { f_.Reap(p); }
-    pid_t Self() override { return 100; }
-    std::chrono::steady_clock::time_point Now() override { return f_.Now(); }
-    void Sleep(std::chrono::milliseconds d) override { f_.Sleep(d); }
-
-   private:
-    FakeSystem& f_;
-  } sys2(sys);
-  const StopReport r = StopTree({{200, 20}}, {}, Quick(), sys2, {{"vllm", {200, 20}, 7}});
+  sys.lose_proc = true;  // the first look works; /proc is gone by the next one
+  const StopReport r = StopTree({{200, 20}}, {}, Quick(3000ms), sys, {{"vllm", {200, 20}, 7}});
   EXPECT_TRUE(r.left.empty()) << r.Summary();
   EXPECT_NE(std::find(sys.group_signals.begin(), sys.group_signals.end(), std::make_pair(200, SIGKILL)),
             sys.group_signals.end()) << r.Summary();
@@ -109,11 +99,8 @@ struct Tree {
 };
 
 Tree StartTree(ProcessWatch& watch) {
-  SpawnSpec s;
-  s.name = "tree";
-  s.argv = {"/bin/sh", "-c", "(trap '' TERM; exec sleep 1000) & setsid sleep 1000 & wait"};
-  s.env = {"PATH=/usr/bin:/bin"};
-  Result<SpawnedProcess> p = Spawn(s);
+  Result<SpawnedProcess> p =
+      Spawn(test::TestSpec("tree", {"/bin/sh", "-c", "(trap '' TERM; exec sleep 1000) & setsid sleep 1000 & wait"}));
   EXPECT_TRUE(p.ok()) << (p ? "" : p.error().message);
   Tree t{p.value(), {}};
   EXPECT_TRUE(watch.AddChild(t.root.id, "tree").ok());
@@ -143,7 +130,7 @@ TEST(StopTree, BlindStopThroughPidfdsWhenProcCannotBeRead) {
   std::vector<ProcessId> known;
   for (const ProcessInfo& d : t.descendants) known.push_back(d.id());
   NoProc sys;
-  const StopReport r = StopTree({t.root.id}, known, Quick(), sys, w.value().Held());
+  const StopReport r = StopTree({t.root.id}, known, Quick(3000ms), sys, w.value().Held());
   EXPECT_TRUE(r.left.empty()) << r.Summary();
   EXPECT_EQ(r.killed.size(), 1u) << r.Summary();  // the one that ignores TERM
   EXPECT_TRUE(AllGone(t)) << r.Summary();
@@ -167,7 +154,7 @@ TEST(StopTree, PinnedProcOutlivesItsMount) {
     if (std::filesystem::exists("/proc/self/stat")) _exit(7);  // really gone by path
     std::vector<ProcessId> known;
     for (const ProcessInfo& d : t.descendants) known.push_back(d.id());
-    const StopReport r = StopTree({t.root.id}, known, Quick(), RealProcessSystem(), w.value().Held());
+    const StopReport r = StopTree({t.root.id}, known, Quick(3000ms), RealProcessSystem(), w.value().Held());
     // Through the pinned descriptor the stop still sees the tree: no error.
     _exit(r.clean() && r.terminated.size() == 3 && AllGone(t) ? 0 : 8);
   }
@@ -175,6 +162,233 @@ TEST(StopTree, PinnedProcOutlivesItsMount) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "3: unshare, 5: tree, 6: umount, 7: /proc still there, 8: stop";
+}
+
+// ---- real processes ------------------------------------------------------------
+
+// Reads a pid written by a test script.
+pid_t ReadPid(const std::string& path) {
+  pid_t pid = 0;
+  std::ifstream(path) >> pid;
+  return pid;
+}
+
+// A shell that starts an escaper (it calls setsid, ignores TERM, writes
+// its pid to DIR/grandchild and becomes `sleep`), then runs `then`.
+SpawnSpec WithEscaper(const std::string& dir, const std::string& then) {
+  SpawnSpec s = test::TestSpec("engine",
+                               {"/bin/sh", "-c",
+                                "setsid /bin/sh -c 'trap \"\" TERM; echo $$ > \"$PIDFILE.tmp\"; "
+                                "mv \"$PIDFILE.tmp\" \"$PIDFILE\"; exec sleep 1000' & " + then},
+                               dir + "/log");
+  s.env.push_back("PIDFILE=" + dir + "/grandchild");
+  return s;
+}
+
+TEST(StopTree, KillsAGrandchildThatCalledSetsidAndIgnoresTerm) {
+  TempDir d("ix-stop-test");
+  const std::string pidfile = d.path() + "/grandchild";
+  Result<SpawnedProcess> p = Spawn(WithEscaper(d.path(), "wait"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const ProcessId child = p.value().id;
+  ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(pidfile); }, 5000ms)) << Slurp(d.path() + "/log");
+  const pid_t grandchild = ReadPid(pidfile);
+  ASSERT_TRUE(WaitUntil([&] {
+    Result<ProcessInfo> g = ReadProcessInfo(grandchild);
+    return g && g.value().comm == "sleep";
+  }, 5000ms));
+  Result<ProcessInfo> g = ReadProcessInfo(grandchild);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g.value().sid, grandchild);     // its own session ...
+  EXPECT_NE(g.value().pgid, child.pid);     // ... so a group kill misses it
+  EXPECT_EQ(g.value().ppid, child.pid);
+
+  const StopReport r = StopTree({child}, {}, Quick());
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_TRUE(Gone(grandchild)) << r.Summary();
+  EXPECT_TRUE(Gone(child.pid)) << r.Summary();
+  // The child was reaped by StopTree.
+  EXPECT_EQ(::waitpid(child.pid, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+  ASSERT_EQ(r.killed.size(), 1u) << r.Summary();
+  EXPECT_EQ(r.killed[0].pid, grandchild);
+  EXPECT_EQ(r.terminated.size(), 2u) << r.Summary();
+  EXPECT_EQ(r.groups, std::vector<pid_t>{child.pid});
+  EXPECT_GE(r.elapsed, 300ms);
+  std::printf("%s\n", r.Summary().c_str());
+}
+
+TEST(StopTree, AProcessThatEscapedAndWasReparentedIsFoundThroughKnown) {
+  TempDir d("ix-stop-test");
+  const std::string pidfile = d.path() + "/grandchild";
+  // The child starts the escaper, then exits: the escaper is reparented.
+  Result<SpawnedProcess> p =
+      Spawn(WithEscaper(d.path(), "while [ ! -e \"$PIDFILE\" ]; do sleep 0.01; done; sleep 0.5"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const ProcessId child = p.value().id;
+  ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(pidfile); }, 5000ms));
+  const pid_t grandchild = ReadPid(pidfile);
+  // Seen as a descendant while the child lives (as at readiness).
+  std::vector<ProcessId> known;
+  ASSERT_TRUE(WaitUntil([&] {
+    Result<std::vector<ProcessInfo>> ds = ListDescendants(child.pid);
+    known.clear();
+    bool found = false;
+    for (const ProcessInfo& x : ds.value()) {
+      known.push_back(x.id());
+      found = found || (x.pid == grandchild && x.comm == "sleep");
+    }
+    return found;
+  }, 5000ms));
+  ASSERT_EQ(WIFEXITED(Reap(child.pid)), true);
+  Result<ProcessInfo> g = ReadProcessInfo(grandchild);
+  ASSERT_TRUE(g.ok());
+  EXPECT_NE(g.value().ppid, child.pid);  // reparented
+
+  // Without the snapshot nothing leads to it any more.
+  StopReport r = StopTree({child}, {}, Quick());
+  EXPECT_TRUE(r.terminated.empty()) << r.Summary();
+  EXPECT_FALSE(Gone(grandchild));
+
+  r = StopTree({child}, known, Quick());
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_TRUE(Gone(grandchild)) << r.Summary();
+  ASSERT_EQ(r.killed.size(), 1u) << r.Summary();
+  EXPECT_EQ(r.killed[0].pid, grandchild);
+}
+
+TEST(StopTree, ATreeThatHonoursTermNeedsNoKillAndStopsQuickly) {
+  Result<SpawnedProcess> p = Spawn(test::TestSpec("engine", {"/bin/sh", "-c", "sleep 1000 & sleep 1000 & wait"}, ""));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const ProcessId child = p.value().id;
+  ASSERT_TRUE(WaitUntil([&] { return ListDescendants(child.pid).value().size() == 2; }, 5000ms));
+  const std::vector<ProcessInfo> kids = ListDescendants(child.pid).value();
+  StopOptions o;  // the default 5 s grace: must not be waited out
+  const StopReport r = StopTree({child}, {}, o);
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_TRUE(r.killed.empty()) << r.Summary();
+  EXPECT_EQ(r.terminated.size(), 3u) << r.Summary();
+  EXPECT_LT(r.elapsed, 2000ms) << r.Summary();
+  for (const ProcessInfo& k : kids) EXPECT_TRUE(Gone(k.pid));
+  EXPECT_TRUE(Gone(child.pid));
+}
+
+TEST(StopTree, AnExitedUnreapedChildIsJustReaped) {
+  Result<SpawnedProcess> p = Spawn(test::TestSpec("engine", {"true"}, ""));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const ProcessId child = p.value().id;
+  ASSERT_TRUE(WaitUntil([&] { return Gone(child.pid); }, 5000ms));
+  const StopReport r = StopTree({child}, {}, Quick());
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_TRUE(r.terminated.empty()) << r.Summary();
+  EXPECT_EQ(::waitpid(child.pid, nullptr, WNOHANG), -1);  // reaped
+  EXPECT_EQ(r.Summary().rfind("stopped 0 processes in ", 0), 0u) << r.Summary();
+}
+
+// ---- the logic, with a fake OS ---------------------------------------------------
+
+TEST(StopTreeLogic, TermThenKillWhatIgnoresIt) {
+  FakeSystem sys;
+  sys.Add(1, 0, 1, "init", 1);
+  sys.Add(100, 1, 100, "ix-stepd", 10);
+  sys.Add(200, 100, 200, "vllm", 20);
+  sys.Add(201, 200, 200, "EngineCore_DP0", 21, /*ignores_term=*/true);
+  sys.Add(202, 201, 202, "escaped", 22, /*ignores_term=*/true);  // setsid'd grandchild
+  sys.Add(300, 1, 300, "bystander", 30);
+  const StopReport r = StopTree({{200, 20}}, {}, Quick(), sys);
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_EQ(SortedPids(r.terminated), (std::vector<pid_t>{200, 201, 202}));
+  EXPECT_EQ(SortedPids(r.killed), (std::vector<pid_t>{201, 202}));
+  EXPECT_FALSE(sys.Signalled(300, SIGTERM));
+  EXPECT_FALSE(sys.Signalled(100, SIGTERM));
+  EXPECT_EQ(sys.procs[300].info.state, 'S');
+  EXPECT_EQ(sys.reaped, std::vector<pid_t>{200});  // our child; the others are pid 1's zombies
+  EXPECT_EQ(r.groups, std::vector<pid_t>{200});
+  EXPECT_GE(r.elapsed, 300ms);
+  EXPECT_LT(r.elapsed, 600ms);
+  EXPECT_EQ(r.Summary().rfind("stopped 3 processes in 0.3", 0), 0u) << r.Summary();
+  EXPECT_NE(r.Summary().find(" s; SIGTERM: vllm (200), EngineCore_DP0 (201), escaped (202); "
+                             "SIGKILL: EngineCore_DP0 (201), escaped (202)"),
+            std::string::npos)
+      << r.Summary();
+}
+
+TEST(StopTreeLogic, NeverTheCallerOrItsGroup) {
+  FakeSystem sys;
+  sys.Add(100, 1, 100, "ix-stepd", 10);  // Self()
+  sys.Add(150, 100, 100, "helper", 15);  // a child in the caller's group
+  const StopReport r = StopTree({{100, 10}, {1, 1}}, {{100, 10}}, Quick(), sys);
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_TRUE(sys.signals.empty());
+  EXPECT_TRUE(sys.group_signals.empty());
+  EXPECT_EQ(sys.procs[100].info.state, 'S');
+}
+
+TEST(StopTreeLogic, ARecycledPidIsNeverSignalled) {
+  FakeSystem sys;
+  sys.Add(200, 100, 200, "vllm", 20);
+  // 201 was EngineCore (start 21) when the snapshot was taken; the pid now
+  // belongs to something else, outside the tree.
+  sys.Add(201, 1, 201, "someone-else", 99);
+  const StopReport r = StopTree({{200, 20}}, {{201, 21}}, Quick(), sys);
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_EQ(SortedPids(r.terminated), std::vector<pid_t>{200});
+  EXPECT_FALSE(sys.Signalled(201, SIGTERM));
+  EXPECT_EQ(sys.procs[201].info.state, 'S');
+}
+
+TEST(StopTreeLogic, AReusedGroupIdIsNotSignalled) {
+  FakeSystem sys;
+  // The root (200, start 20) is gone and reaped; pid 200 now leads a
+  // foreign group.
+  sys.Add(200, 1, 200, "foreign", 77);
+  sys.Add(205, 200, 200, "foreign-kid", 78);
+  const StopReport r = StopTree({{200, 20}}, {}, Quick(), sys);
+  EXPECT_TRUE(r.clean());
+  EXPECT_TRUE(r.terminated.empty()) << r.Summary();
+  EXPECT_TRUE(sys.group_signals.empty());
+}
+
+TEST(StopTreeLogic, GroupMembersOutsideTheParentChainAreStopped) {
+  FakeSystem sys;
+  sys.Add(200, 100, 200, "vllm", 20);
+  sys.Add(210, 1, 200, "orphan-in-group", 30);  // parent died; still in our group
+  const StopReport r = StopTree({{200, 20}}, {}, Quick(), sys);
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_EQ(SortedPids(r.terminated), (std::vector<pid_t>{200, 210}));
+}
+
+TEST(StopTreeLogic, ZombiesCountAsGoneAndProcessesBornDuringTheGraceAreStopped) {
+  FakeSystem sys;
+  sys.Add(200, 100, 200, "vllm", 20, /*ignores_term=*/true);
+  sys.Add(201, 1, 201, "zombie", 21);
+  sys.procs[201].info.state = 'Z';  // pid 1 is slow to reap it
+  ProcessInfo late;
+  late.pid = 220;
+  late.ppid = 200;
+  late.pgid = 220;
+  late.state = 'S';
+  late.comm = "late";
+  late.start_time = 40;
+  sys.procs[200].spawn_on_term = {late};
+  const StopReport r = StopTree({{200, 20}}, {{201, 21}}, Quick(), sys);
+  EXPECT_TRUE(r.clean()) << r.Summary();
+  EXPECT_EQ(SortedPids(r.terminated), (std::vector<pid_t>{200, 220}));
+  EXPECT_EQ(SortedPids(r.killed), std::vector<pid_t>{200});
+  EXPECT_FALSE(sys.Signalled(201, SIGTERM));
+}
+
+TEST(StopTreeLogic, WhatSurvivesKillIsReportedAsLeft) {
+  FakeSystem sys;
+  sys.Add(200, 100, 200, "vllm", 20, true);
+  sys.stuck = true;  // uninterruptible sleep: signals are accepted but do nothing
+  StopOptions o = Quick();
+  o.kill_wait = 1000ms;
+  const StopReport r = StopTree({{200, 20}}, {}, o, sys);
+  EXPECT_FALSE(r.clean());
+  EXPECT_EQ(SortedPids(r.left), std::vector<pid_t>{200});
+  EXPECT_GE(r.elapsed, 1300ms);
+  EXPECT_NE(r.Summary().find("STILL THERE: vllm (200)"), std::string::npos) << r.Summary();
 }
 
 }  // namespace

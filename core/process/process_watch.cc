@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,13 +12,14 @@
 #include <climits>
 #include <cstring>
 
+#include "core/base/unique_fd.h"
+#include "core/process/pidfd.h"
+#include "core/process/process_tree.h"
+
 namespace ix {
 namespace {
 
 std::string Errno(int err) { return std::strerror(err); }
-
-// pidfd_open(2) by number: glibc 2.36's <sys/pidfd.h> lacks extern "C".
-int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0u)); }
 
 std::string KernelRelease() {
   utsname u{};
@@ -31,6 +31,21 @@ ProcessExit GoneExit(const ProcessId& id, std::string label) {
   e.label = std::move(label);
   e.id = id;
   return e;
+}
+
+// Adds `fd` to the epoll set, to be seen when readable: 0 or errno.
+int AddReadable(int epoll_fd, int fd) {
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.fd = fd;
+  return ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &e) == 0 ? 0 : errno;
+}
+
+// Empties the eventfd's count, so it reads as not ready again.
+void Drain(int event_fd) {
+  uint64_t count = 0;
+  while (::read(event_fd, &count, sizeof count) < 0 && errno == EINTR) {
+  }
 }
 
 }  // namespace
@@ -50,31 +65,19 @@ std::string DescendantLabel(const std::string& root_label, const ProcessInfo& p)
 }
 
 Result<ProcessWatch> ProcessWatch::Create() {
-  const int probe = PidfdOpen(::getpid());
-  if (probe < 0) {
+  if (UniqueFd probe(PidfdOpen(::getpid())); !probe.valid()) {
     const int err = errno;
     return Error{"cannot watch processes: pidfd_open: " + Errno(err) +
                  (err == ENOSYS ? " (needs Linux >= 5.3; this kernel is " + KernelRelease() + ")" : "")};
   }
-  ::close(probe);
-  const int ep = ::epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) return Error{"cannot watch processes: epoll_create1: " + Errno(errno)};
-  const int ev = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (ev < 0) {
-    const int err = errno;
-    ::close(ep);
-    return Error{"cannot watch processes: eventfd: " + Errno(err)};
-  }
-  epoll_event e{};
-  e.events = EPOLLIN;
-  e.data.fd = ev;
-  if (::epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e) != 0) {
-    const int err = errno;
-    ::close(ev);
-    ::close(ep);
+  UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  if (!ep.valid()) return Error{"cannot watch processes: epoll_create1: " + Errno(errno)};
+  UniqueFd ev(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!ev.valid()) return Error{"cannot watch processes: eventfd: " + Errno(errno)};
+  if (const int err = AddReadable(ep.get(), ev.get()); err != 0) {
     return Error{"cannot watch processes: epoll_ctl: " + Errno(err)};
   }
-  return ProcessWatch(ep, ev);
+  return ProcessWatch(ep.release(), ev.release());
 }
 
 ProcessWatch::ProcessWatch(ProcessWatch&& other) noexcept
@@ -145,8 +148,8 @@ Status ProcessWatch::AddOne(const ProcessId& id, std::string label, bool child) 
   for (const auto& [fd, e] : entries_) {
     if (e.id == id) return Ok{};  // already watched
   }
-  const int fd = PidfdOpen(id.pid);
-  if (fd < 0) {
+  UniqueFd fd(PidfdOpen(id.pid));
+  if (!fd.valid()) {
     if (errno == ESRCH) {  // gone (and reaped) already: that is an exit
       Queue(GoneExit(id, std::move(label)));
       return Ok{};
@@ -156,24 +159,17 @@ Status ProcessWatch::AddOne(const ProcessId& id, std::string label, bool child) 
   // The pidfd now pins one process; check it is the one meant.
   Result<ProcessInfo> now = ReadProcessInfo(id.pid);
   if (!now || now.value().start_time != id.start_time) {
-    ::close(fd);
     Queue(GoneExit(id, std::move(label)));  // the pid was recycled: the one meant has exited
     return Ok{};
   }
   if (child && now.value().ppid != ::getpid()) {
-    ::close(fd);
     return Error{"watch " + label + ": pid " + std::to_string(id.pid) + " is not a child of this process (parent " +
                  std::to_string(now.value().ppid) + ")"};
   }
-  epoll_event e{};
-  e.events = EPOLLIN;
-  e.data.fd = fd;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &e) != 0) {
-    const int err = errno;
-    ::close(fd);
+  if (const int err = AddReadable(epoll_fd_, fd.get()); err != 0) {
     return Error{"watch " + label + ": epoll_ctl: " + Errno(err)};
   }
-  entries_[fd] = Entry{std::move(label), id, child};
+  entries_[fd.release()] = Entry{std::move(label), id, child};
   return Ok{};
 }
 
@@ -220,11 +216,7 @@ Result<std::optional<ProcessExit>> ProcessWatch::Wait(std::chrono::milliseconds 
     if (!pending_.empty()) {
       ProcessExit x = std::move(pending_.front());
       pending_.pop_front();
-      if (pending_.empty()) {
-        uint64_t count = 0;
-        while (::read(event_fd_, &count, sizeof count) < 0 && errno == EINTR) {
-        }
-      }
+      if (pending_.empty()) Drain(event_fd_);
       return std::optional<ProcessExit>(std::move(x));
     }
     int ms = -1;
@@ -249,11 +241,7 @@ Result<std::optional<ProcessExit>> ProcessWatch::Wait(std::chrono::milliseconds 
       entries_.erase(it);
       return std::optional<ProcessExit>(std::move(x));  // the others stay readable
     }
-    if (pending_.empty()) {  // a stale eventfd count
-      uint64_t count = 0;
-      while (::read(event_fd_, &count, sizeof count) < 0 && errno == EINTR) {
-      }
-    }
+    if (pending_.empty()) Drain(event_fd_);  // a stale eventfd count
   }
 }
 

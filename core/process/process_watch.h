@@ -22,8 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "core/process/process.h"
+#include "core/base/proc_fs.h"
 #include "core/base/result.h"
+#include "core/process/process_stop.h"  // HeldProcess
 
 namespace ix {
 

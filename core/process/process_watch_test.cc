@@ -13,33 +13,21 @@
 #include <set>
 #include <thread>
 
+#include "core/process/spawn_test_helpers.h"
+#include "tests/support/test.h"
+
 namespace ix {
 namespace {
 
 using namespace std::chrono_literals;
 
-bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return done();
-}
+using test::Reap;
+using test::WaitUntil;
 
 ProcessId Start(std::vector<std::string> argv) {
-  SpawnSpec s;
-  s.name = "test";
-  s.argv = std::move(argv);
-  s.env = {"PATH=/usr/bin:/bin"};
-  Result<SpawnedProcess> p = Spawn(s);
+  Result<SpawnedProcess> p = Spawn(test::TestSpec("test", std::move(argv)));
   EXPECT_TRUE(p.ok()) << p.error().message;
   return p ? p.value().id : ProcessId{};
-}
-
-void Reap(pid_t pid) {
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
 }
 
 ProcessWatch NewWatch() {

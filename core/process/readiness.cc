@@ -52,6 +52,22 @@ ProbeResult EvaluateModels(long http_status, std::string_view body) {
   r.ready = true;
   return r;
 }
+
+ProbeResult HttpGetProber::HttpOk(const std::string& url, const ProbeOptions& options) {
+  return Get(url, options, nullptr);
+}
+
+ProbeResult HttpGetProber::ModelsNonEmpty(const std::string& url, const ProbeOptions& options) {
+  std::string body;
+  ProbeResult r = Get(url, options, &body);
+  return r.answered ? EvaluateModels(r.http_status, body) : r;
+}
+
+ProbeResult HttpGetProber::Probe(const ReadinessCheck& check, const ProbeOptions& options) {
+  return check.kind == ReadinessTemplate::Kind::kHttpOk ? HttpOk(check.url, options)
+                                                         : ModelsNonEmpty(check.url, options);
+}
+
 std::chrono::milliseconds NextProbeGap(std::chrono::milliseconds waited, const WaitReadyOptions& options) {
   // The wait so far bounds how late a server may be seen: 1/16 of it.
   return std::clamp(waited / 16, std::min(options.first_interval, options.interval), options.interval);
@@ -108,4 +124,5 @@ Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptio
   }
   return Ok{};
 }
+
 }  // namespace ix

@@ -50,6 +50,24 @@ class ReadinessProber {
   virtual ProbeResult Probe(const ReadinessCheck& check, const ProbeOptions& options) = 0;
 };
 
+// A ReadinessProber whose every check is one HTTP GET: the derived class
+// says how the GET is made (SocketProber, or CurlProber in the tests), this
+// one what each kind of check makes of the answer, so both judge alike.
+class HttpGetProber : public ReadinessProber {
+ public:
+  ProbeResult Probe(const ReadinessCheck& check, const ProbeOptions& options) override;
+  // GET `url`: 200 is ready.
+  ProbeResult HttpOk(const std::string& url, const ProbeOptions& options);
+  // GET `url`: 200 with a non-empty model list is ready (EvaluateModels).
+  ProbeResult ModelsNonEmpty(const std::string& url, const ProbeOptions& options);
+
+ protected:
+  // Performs a GET. `answered` when a whole HTTP answer came back; then
+  // `ready` on 200, else `detail` is "HTTP N". The decoded body goes to
+  // *body when given.
+  virtual ProbeResult Get(const std::string& url, const ProbeOptions& options, std::string* body) = 0;
+};
+
 // How WaitReady waits. Invariant: interval > 0; `deadline` is required
 // (a default time_point is long past: one probe per check).
 struct WaitReadyOptions {

@@ -3,7 +3,6 @@
 // blocked on, followed or written through.
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -12,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/base/file_text.h"
-#include "core/process/process.h"
+#include "core/process/spawn.h"
+#include "core/process/spawn_test_helpers.h"
 #include "tests/support/test.h"
 
 namespace ix {
@@ -23,11 +22,7 @@ namespace fs = std::filesystem;
 
 // A spec that writes one line to its log in `dir`.
 SpawnSpec Echo(int dir_fd, const std::string& log) {
-  SpawnSpec s;
-  s.name = "engine";
-  s.argv = {"/bin/sh", "-c", "echo logged"};
-  s.env = {"PATH=/usr/bin:/bin"};
-  s.log_path = log;
+  SpawnSpec s = test::TestSpec("engine", {"/bin/sh", "-c", "echo logged"}, log);
   s.log_dir_fd = dir_fd;
   return s;
 }
@@ -37,10 +32,7 @@ Result<SpawnedProcess> SpawnTimed(const SpawnSpec& spec, std::chrono::millisecon
   const auto start = std::chrono::steady_clock::now();
   Result<SpawnedProcess> r = Spawn(spec);
   took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  if (r) {
-    int status = 0;
-    ::waitpid(r.value().id.pid, &status, 0);
-  }
+  if (r) test::Reap(r.value().id.pid);
   return r;
 }
 
@@ -78,8 +70,7 @@ TEST(SpawnLog, ASymlinkIsNotFollowed) {
     ASSERT_FALSE(r.ok()) << log << ": spawned through a symlink";
     EXPECT_NE(r.error().message.find("symbolic link"), std::string::npos) << r.error().message;
   }
-  int err = 0;
-  EXPECT_EQ(ReadFileText(target, &err), "before\n");  // never written through the link
+  EXPECT_EQ(test::Slurp(target), "before\n");  // never written through the link
   ::close(dir);
 }
 
@@ -92,9 +83,8 @@ TEST(SpawnLog, ARegularFileIsAppendedTo) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   r = SpawnTimed(Echo(dir, "new.log"), took);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  int err = 0;
-  EXPECT_EQ(ReadFileText(d.path() + "/server.log", &err), "earlier\nlogged\n");
-  EXPECT_EQ(ReadFileText(d.path() + "/new.log", &err), "logged\n");
+  EXPECT_EQ(test::Slurp(d.path() + "/server.log"), "earlier\nlogged\n");
+  EXPECT_EQ(test::Slurp(d.path() + "/new.log"), "logged\n");
   ::close(dir);
 }
 

@@ -56,10 +56,8 @@ CurlProber& CurlProber::operator=(CurlProber&& other) noexcept {
   return *this;
 }
 
-ProbeResult CurlProber::Get(const std::string& url, const ProbeOptions& options, std::string* body,
-                            bool* answered) {
+ProbeResult CurlProber::Get(const std::string& url, const ProbeOptions& options, std::string* body) {
   ProbeResult r;
-  *answered = false;
   if (!handle_) {
     r.detail = "libcurl could not be initialised";
     return r;
@@ -95,28 +93,10 @@ ProbeResult CurlProber::Get(const std::string& url, const ProbeOptions& options,
     }
     return r;
   }
-  *answered = true;
   r.answered = true;
   r.ready = status == 200;
   if (!r.ready) r.detail = "HTTP " + std::to_string(status);
   return r;
-}
-
-ProbeResult CurlProber::HttpOk(const std::string& url, const ProbeOptions& options) {
-  bool answered = false;
-  return Get(url, options, nullptr, &answered);
-}
-
-ProbeResult CurlProber::ModelsNonEmpty(const std::string& url, const ProbeOptions& options) {
-  std::string body;
-  bool answered = false;
-  ProbeResult r = Get(url, options, &body, &answered);
-  return answered ? EvaluateModels(r.http_status, body) : r;
-}
-
-ProbeResult CurlProber::Probe(const ReadinessCheck& check, const ProbeOptions& options) {
-  return check.kind == ReadinessTemplate::Kind::kHttpOk ? HttpOk(check.url, options)
-                                                         : ModelsNonEmpty(check.url, options);
 }
 
 ProbeResult ProbeHttpOk(const std::string& url, std::chrono::milliseconds timeout) {
@@ -130,6 +110,7 @@ ProbeResult ProbeModelsNonEmpty(const std::string& url, std::chrono::millisecond
   o.timeout = timeout;
   return CurlProber().ModelsNonEmpty(url, o);
 }
+
 Status WaitReady(const std::vector<ReadinessCheck>& checks, const WaitReadyOptions& options) {
   CurlProber prober;
   return WaitReady(checks, options, prober);

@@ -13,7 +13,7 @@
 
 namespace ix {
 
-class CurlProber final : public ReadinessProber {
+class CurlProber final : public HttpGetProber {
  public:
   CurlProber();
   ~CurlProber() override;
@@ -22,16 +22,9 @@ class CurlProber final : public ReadinessProber {
   CurlProber(const CurlProber&) = delete;
   CurlProber& operator=(const CurlProber&) = delete;
 
-  ProbeResult Probe(const ReadinessCheck& check, const ProbeOptions& options) override;
-  // GET `url`: 200 is ready.
-  ProbeResult HttpOk(const std::string& url, const ProbeOptions& options);
-  // GET `url`: 200 with a non-empty model list is ready (EvaluateModels).
-  ProbeResult ModelsNonEmpty(const std::string& url, const ProbeOptions& options);
-
  private:
-  // Performs a GET; the body (capped at 4 MiB) goes to *body when given;
-  // *answered says whether a whole HTTP answer came back.
-  ProbeResult Get(const std::string& url, const ProbeOptions& options, std::string* body, bool* answered);
+  // HttpGetProber's GET; the body is capped at 4 MiB.
+  ProbeResult Get(const std::string& url, const ProbeOptions& options, std::string* body) override;
   void* handle_ = nullptr;  // CURL*
 };
 
