@@ -1,5 +1,7 @@
 #include "core/matrix/matrix_config.h"
 
+#include "core/yaml/yaml_check.h"
+
 namespace ix {
 
 const char* ScenarioTypeName(ScenarioType t) {

@@ -21,7 +21,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/yaml/yaml_document.h"
 #include "core/base/result.h"
 
 namespace ix {

@@ -1,6 +1,6 @@
 #include "core/matrix/matrix_runners.h"
 
-#include "core/yaml/yaml_document.h"
+#include "core/yaml/yaml_check.h"
 
 namespace ix {
 

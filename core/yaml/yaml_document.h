@@ -1,9 +1,11 @@
-// MatrixYaml: a parsed YAML document typed the way PyYAML's safe_load types
-// it, for the InferenceX master-config reader. The reference generator reads
-// its configs with PyYAML (YAML 1.1), so plain scalars resolve by YAML 1.1
-// rules: `2_063_837` and `0x1F` are integers, `yes`/`off` are booleans,
-// `~` is null, `2024-01-01` is a timestamp; quoted scalars are strings.
-// Anchors, aliases and `<<` merge keys work as in PyYAML.
+// YamlDoc: a parsed YAML document typed the way PyYAML's safe_load types it:
+// the project's one YAML reader, under the InferenceX master config and
+// runner files (core/matrix, through YamlCheck) and the recipes
+// (core/recipe, through YamlReader). The reference generator reads its
+// configs with PyYAML (YAML 1.1), so plain scalars resolve by YAML 1.1 rules
+// (yaml_scalar.h): `2_063_837` and `0x1F` are integers, `yes`/`off` are
+// booleans, `~` is null, `2024-01-01` is a timestamp; quoted scalars are
+// strings. Anchors, aliases and `<<` merge keys work as in PyYAML.
 //
 // Parsing uses libyaml (the C parser behind PyYAML), which is about ten times
 // faster than yaml-cpp on the 320 KB master config. Every node keeps its
@@ -17,8 +19,6 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,52 +75,5 @@ class YamlDoc {
 
 // "a mapping", "a list", "a string 'x'", "an integer (3)", ... for messages.
 std::string DescribeYaml(const YNode& n);
-
-// YamlCheck: typed, located access to a YamlDoc for the matrix loaders,
-// with messages in the reference's words: "file:line:col: KEY: field
-// 'PATH': problem" (KEY is the config key being read, when there is one).
-// Failures throw YamlCheckError; loaders catch it at their public boundary,
-// so no exception leaves ixcore.
-struct YamlCheckError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-class YamlCheck {
- public:
-  explicit YamlCheck(const YamlDoc& doc) : doc_(doc) {}
-
-  const YamlDoc& doc() const { return doc_; }
-  const YNode& node(uint32_t id) const { return doc_.node(id); }
-  // The config key named in messages ("" for none).
-  void set_key(std::string key) { key_ = std::move(key); }
-
-  [[noreturn]] void Fail(uint32_t at, const std::string& path, const std::string& problem) const;
-  void RequireMap(uint32_t id, const std::string& path) const;
-  void RequireSeq(uint32_t id, const std::string& path) const;
-  // Map with only `allowed` keys (all strings); lists the allowed ones.
-  void CheckKeys(uint32_t map, const std::string& path, std::initializer_list<const char*> allowed) const;
-  uint32_t Optional(uint32_t map, const char* key) const { return doc_.Find(map, key); }
-  uint32_t Required(uint32_t map, const std::string& path, const char* key) const;
-
-  std::string Str(uint32_t id, const std::string& path) const;
-  int64_t Int(uint32_t id, const std::string& path) const;
-  int64_t Positive(uint32_t id, const std::string& path) const;
-  int64_t NonNegative(uint32_t id, const std::string& path) const;
-  bool Bool(uint32_t id, const std::string& path) const;
-  double Number(uint32_t id, const std::string& path) const;
-  std::string Choice(uint32_t id, const std::string& path, std::initializer_list<const char*> allowed) const;
-
- private:
-  const YamlDoc& doc_;
-  std::string key_;
-};
-
-// "a.b" and "a[3]" for field paths.
-std::string FieldPath(const std::string& parent, const std::string& key);
-std::string FieldIndex(const std::string& parent, size_t i);
-
-// YAML 1.1 resolution of one plain scalar, as PyYAML's Resolver and
-// SafeConstructor do it; exposed for tests. Sets type and value fields.
-void ResolvePlainScalar(YNode& n);
 
 }  // namespace ix

@@ -5,49 +5,7 @@
 namespace ix {
 namespace {
 
-YNode Resolve(const std::string& text) {
-  YNode n;
-  n.text = text;
-  ResolvePlainScalar(n);
-  return n;
-}
-
-TEST(MatrixYaml, Yaml11IntegersAsPyYamlReadsThem) {
-  EXPECT_EQ(Resolve("2_063_837").type, YType::kInt);
-  EXPECT_EQ(Resolve("2_063_837").i, 2063837);
-  EXPECT_EQ(Resolve("0x1F").i, 31);
-  EXPECT_EQ(Resolve("0b101").i, 5);
-  EXPECT_EQ(Resolve("0777").i, 511);  // YAML 1.1 octal
-  EXPECT_EQ(Resolve("1:30").i, 90);   // sexagesimal
-  EXPECT_EQ(Resolve("-42").i, -42);
-  EXPECT_EQ(Resolve("+7").i, 7);
-  EXPECT_EQ(Resolve("0").i, 0);
-  EXPECT_EQ(Resolve("-9223372036854775808").i, INT64_MIN);
-  EXPECT_TRUE(Resolve("9223372036854775808").overflow);
-  EXPECT_EQ(Resolve("08").type, YType::kString);  // not octal, not decimal
-}
-
-TEST(MatrixYaml, Yaml11BoolsNullsFloatsTimestamps) {
-  for (const char* t : {"yes", "Yes", "YES", "on", "true", "True"}) {
-    EXPECT_EQ(Resolve(t).type, YType::kBool) << t;
-    EXPECT_TRUE(Resolve(t).b) << t;
-  }
-  for (const char* f : {"no", "off", "OFF", "false", "FALSE"}) EXPECT_FALSE(Resolve(f).b) << f;
-  EXPECT_EQ(Resolve("y").type, YType::kString);  // PyYAML: not a bool
-  for (const char* n : {"", "~", "null", "Null", "NULL"}) EXPECT_EQ(Resolve(n).type, YType::kNull) << n;
-  EXPECT_EQ(Resolve("0.95").type, YType::kFloat);
-  EXPECT_DOUBLE_EQ(Resolve("0.95").f, 0.95);
-  EXPECT_DOUBLE_EQ(Resolve("1_0.5").f, 10.5);
-  EXPECT_DOUBLE_EQ(Resolve("1.").f, 1.0);
-  EXPECT_EQ(Resolve("1e3").type, YType::kString);  // PyYAML needs a dot
-  EXPECT_EQ(Resolve("1.5e+3").type, YType::kFloat);
-  EXPECT_EQ(Resolve(".inf").type, YType::kFloat);
-  EXPECT_EQ(Resolve("2024-01-01").type, YType::kTimestamp);
-  EXPECT_EQ(Resolve("0.8.1.post1").type, YType::kString);
-  EXPECT_EQ(Resolve("cluster:b300-nv").type, YType::kString);
-}
-
-TEST(MatrixYaml, QuotedScalarsAreStrings) {
+TEST(YamlDoc, QuotedScalarsAreStrings) {
   Result<YamlDoc> d = YamlDoc::Parse("a: '12'\nb: \"yes\"\nc: !!str 3\nd: !!int '0x10'\n", "t.yaml");
   ASSERT_TRUE(d.ok()) << d.error().message;
   const YamlDoc& doc = d.value();
@@ -57,7 +15,7 @@ TEST(MatrixYaml, QuotedScalarsAreStrings) {
   EXPECT_EQ(doc.node(doc.Find(doc.root(), "d")).i, 16);
 }
 
-TEST(MatrixYaml, MarksAreOneBased) {
+TEST(YamlDoc, MarksAreOneBased) {
   Result<YamlDoc> d = YamlDoc::Parse("top:\n  key: value\n", "t.yaml");
   ASSERT_TRUE(d.ok());
   const YamlDoc& doc = d.value();
@@ -65,7 +23,7 @@ TEST(MatrixYaml, MarksAreOneBased) {
   EXPECT_EQ(doc.Where(v), "t.yaml:2:8");
 }
 
-TEST(MatrixYaml, AnchorsAliasesAndMergeKeysAsPyYaml) {
+TEST(YamlDoc, AnchorsAliasesAndMergeKeysAsPyYaml) {
   Result<YamlDoc> d = YamlDoc::Parse(
       "base: &b {tp: 4, ep: 1, dp-attn: false}\n"
       "x:\n  <<: *b\n  ep: 4\n  conc: 8\n"
@@ -89,7 +47,7 @@ std::string ParseError(const std::string& text) {
   return d.ok() ? "" : d.error().message;
 }
 
-TEST(MatrixYaml, ErrorsAreLocated) {
+TEST(YamlDoc, ErrorsAreLocated) {
   EXPECT_NE(ParseError("a: [1, 2\nb: 3\n").find("t.yaml:"), std::string::npos);
   EXPECT_NE(ParseError("a: [1, 2\nb: 3\n").find("not valid YAML"), std::string::npos);
   EXPECT_NE(ParseError("a: 1\na: 2\n").find("t.yaml:2:1: not valid YAML: mapping key 'a' is given twice"),
@@ -102,7 +60,7 @@ TEST(MatrixYaml, ErrorsAreLocated) {
   EXPECT_NE(ParseError("? [1]\n: x\n").find("mapping keys must be scalars"), std::string::npos);
 }
 
-TEST(MatrixYaml, AliasBombIsRefused) {
+TEST(YamlDoc, AliasBombIsRefused) {
   std::string text = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   char prev = 'a';
   for (char c = 'b'; c <= 'k'; ++c) {
@@ -114,13 +72,13 @@ TEST(MatrixYaml, AliasBombIsRefused) {
   EXPECT_NE(ParseError(text).find("aliases expand the document beyond"), std::string::npos);
 }
 
-TEST(MatrixYaml, EmptyDocumentIsNull) {
+TEST(YamlDoc, EmptyDocumentIsNull) {
   Result<YamlDoc> d = YamlDoc::Parse("# only a comment\n", "t.yaml");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d.value().node(d.value().root()).type, YType::kNull);
 }
 
-TEST(MatrixYaml, MissingFile) {
+TEST(YamlDoc, MissingFile) {
   Result<YamlDoc> d = YamlDoc::ParseFile("/nonexistent/x.yaml");
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.error().message, "/nonexistent/x.yaml: cannot open: No such file or directory");

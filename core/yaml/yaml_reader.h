@@ -1,15 +1,17 @@
 // YamlReader: typed, located access to one parsed YAML document, shared by
-// every ixcore loader. Each accessor either returns the value or throws
-// YamlError whose message names "file:line:col: field: problem, expected";
-// loaders catch it at their public boundary and return it as an ix::Error,
-// so no exception leaves ixcore. Lines and columns are 1-based.
+// the loaders of recipes, step options and sweep plans. Each accessor either
+// returns the value or throws YamlError whose message names
+// "file:line:col: field: problem, expected"; loaders catch it at their
+// public boundary and return it as an ix::Error, so no exception leaves a
+// loader. Lines and columns are 1-based.
 //
-// The document is a YamlDoc (core/matrix_yaml.h, libyaml); nodes are its ids.
-// YamlDoc types plain scalars by YAML 1.1 rules (`yes` is a boolean, `8000`
-// an integer), but this reader reads every scalar as the text it was written
-// as, so `8000` is a fine string and `yes` is not `true`. Null (`~`, `null`,
-// nothing) is not a scalar here: where a value is required it is an error.
-// YamlDoc already rejects a mapping key written twice, with its location.
+// The document is a YamlDoc (core/yaml/yaml_document.h, libyaml); nodes are
+// its ids. YamlDoc types plain scalars by YAML 1.1 rules (`yes` is a
+// boolean, `8000` an integer), but this reader reads every scalar as the
+// text it was written as, so `8000` is a fine string and `yes` is not
+// `true`. Null (`~`, `null`, nothing) is not a scalar here: where a value is
+// required it is an error. YamlDoc already rejects a mapping key written
+// twice, with its location.
 #pragma once
 
 #include <cstdint>
