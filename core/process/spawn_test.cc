@@ -228,6 +228,17 @@ TEST(Spawn, PathIsSearchedInOrder) {
   EXPECT_EQ(RunToLog(s), "b x\n");
 }
 
+TEST(Spawn, AnEmptyPathIsTheWorkingDirectory) {
+  // As execvp reads it: one empty entry. The child looks after its chdir.
+  TempDir d("ix-spawn-test");
+  std::ofstream(d.path() + "/tool") << "#!/bin/sh\necho here\n";
+  ::chmod((d.path() + "/tool").c_str(), 0755);
+  SpawnSpec s = Spec({"tool"}, d.path() + "/log");
+  s.env = {"PATH="};
+  s.cwd = d.path();
+  EXPECT_EQ(RunToLog(s), "here\n");
+}
+
 TEST(Spawn, BadWorkingDirectoryLogAndSpecAreErrors) {
   TempDir d("ix-spawn-test");
   SpawnSpec s = Spec({"true"}, "");
