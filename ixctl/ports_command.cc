@@ -7,9 +7,11 @@
 #include <boost/program_options.hpp>
 #include <ctime>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/node/ports.h"
+#include "ixctl/command_line.h"
 
 namespace ix {
 namespace po = boost::program_options;
@@ -90,133 +92,135 @@ std::string LeasesTable(const std::vector<PortLease>& leases) {
   return o.str();
 }
 
-}  // namespace
+// The command line of `ixctl ports SUB`. Invariant, once parsed: sub is
+// lease, release or list; owner is set for lease and release.
+struct PortsArgs {
+  std::string sub, owner, names, range = "20000-29999", resv;
+  bool resv_given = false;  // --resv-ports, even empty: $SLURM_STEP_RESV_PORTS is not read
+  std::vector<std::string> blocks;
+  PortBrokerConfig config;
+  int pid = static_cast<int>(::getppid());
+  bool json = false;
+};
 
-int RunPortsCommand(const std::vector<std::string>& args) {
+int Misuse(const PortsArgs& a, const std::string& message) {
+  std::cerr << "ixctl ports " << a.sub << ": " << message << "\n";
+  return 2;
+}
+
+int Failed(const PortsArgs& a, const std::string& message) {
+  std::cerr << "ixctl ports " << a.sub << ": " << message << "\n";
+  return 1;
+}
+
+// The subcommand and its options; the exit status when the command is done
+// (help or misuse), nullopt to go on.
+std::optional<int> ParsePortsArgs(const std::vector<std::string>& args, PortsArgs& a) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     (args.empty() ? std::cerr : std::cout) << kUsage << "  (run with a subcommand and --help for its options)\n";
     return args.empty() ? 2 : 0;
   }
-  const std::string sub = args[0];
-  if (sub != "lease" && sub != "release" && sub != "list") {
-    std::cerr << "ixctl ports: unknown subcommand '" << sub << "'; subcommands: lease, release, list\n";
+  a.sub = args[0];
+  if (a.sub != "lease" && a.sub != "release" && a.sub != "list") {
+    std::cerr << "ixctl ports: unknown subcommand '" << a.sub << "'; subcommands: lease, release, list\n";
     return 2;
   }
-  std::string owner, names, range = "20000-29999", resv;
-  std::vector<std::string> blocks;
-  PortBrokerConfig config;
-  int pid = static_cast<int>(::getppid());
   po::options_description opts;
   opts.add_options()
-      ("owner", po::value(&owner)->value_name("ID"), "lease owner, e.g. the step JOB.STEP")
-      ("names", po::value(&names)->value_name("A,B,..."), "names of single ports to lease (lease)")
-      ("block", po::value(&blocks)->value_name("NAME=K")->composing(), "a contiguous block of K ports (lease; repeatable)")
-      ("range", po::value(&range)->value_name("LO-HI"), "port range (default 20000-29999; must not overlap the ephemeral range)")
-      ("resv-ports", po::value(&resv)->value_name("LIST"), "ports Slurm reserved for the step, tried first (default $SLURM_STEP_RESV_PORTS)")
-      ("pid", po::value(&pid)->value_name("PID"), "process the lease lives as long as (lease; default: ixctl's parent)")
-      ("lease-dir", po::value(&config.lease_dir)->value_name("DIR"), "lease directory (default /run/inferencex/ports)")
-      ("json", po::bool_switch(), "print JSON")
+      ("owner", po::value(&a.owner)->value_name("ID"), "lease owner, e.g. the step JOB.STEP")
+      ("names", po::value(&a.names)->value_name("A,B,..."), "names of single ports to lease (lease)")
+      ("block", po::value(&a.blocks)->value_name("NAME=K")->composing(), "a contiguous block of K ports (lease; repeatable)")
+      ("range", po::value(&a.range)->value_name("LO-HI"), "port range (default 20000-29999; must not overlap the ephemeral range)")
+      ("resv-ports", po::value(&a.resv)->value_name("LIST"), "ports Slurm reserved for the step, tried first (default $SLURM_STEP_RESV_PORTS)")
+      ("pid", po::value(&a.pid)->value_name("PID"), "process the lease lives as long as (lease; default: ixctl's parent)")
+      ("lease-dir", po::value(&a.config.lease_dir)->value_name("DIR"), "lease directory (default /run/inferencex/ports)")
+      ("json", po::bool_switch(&a.json), "print JSON")
       ("help,h", "show this help");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end())).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "ixctl ports " << sub << ": " << e.what() << "\nTry 'ixctl ports " << sub << " --help'.\n";
-    return 2;
+  if (auto rc = ParseCommandOptions("ports " + a.sub, kUsage, opts, {args.begin() + 1, args.end()}, vm)) return rc;
+  a.resv_given = vm.count("resv-ports") != 0;
+  Result<PortRange> r = ParsePortRange(a.range);
+  if (!r) return Misuse(a, "--range: " + r.error().message);
+  a.config.range = r.value();
+  if ((a.sub == "lease" || a.sub == "release") && a.owner.empty()) return Misuse(a, "--owner is required");
+  return std::nullopt;
+}
+
+// The ports `ixctl ports lease` asks for: --names, one port each, and
+// --block NAME=K. The exit status on misuse, nullopt when there are some.
+std::optional<int> WantedPorts(const PortsArgs& a, std::vector<PortWant>& wants) {
+  for (const auto& n : SplitComma(a.names)) wants.push_back({n, 1});
+  for (const auto& b : a.blocks) {
+    const size_t eq = b.find('=');
+    int k = 0;
+    try {
+      k = eq == std::string::npos ? 0 : std::stoi(b.substr(eq + 1));
+    } catch (const std::exception&) {
+      k = 0;
+    }
+    if (eq == std::string::npos || eq == 0 || k < 1) {
+      return Misuse(a, "--block expects NAME=K with K >= 1, got '" + b + "'");
+    }
+    wants.push_back({b.substr(0, eq), k});
   }
-  if (vm.count("help")) {
-    std::cout << kUsage << opts;
+  if (wants.empty()) return Misuse(a, "give --names and/or --block");
+  return std::nullopt;
+}
+
+int Lease(PortBroker& broker, PortsArgs& a, const std::vector<PortWant>& wants) {
+  if (!a.resv_given) {
+    if (const char* env = std::getenv("SLURM_STEP_RESV_PORTS")) a.resv = env;
+  }
+  std::vector<int> reserved;
+  if (!a.resv.empty()) {
+    Result<std::vector<int>> p = ParsePortList(a.resv);
+    if (!p) return Misuse(a, "reserved ports: " + p.error().message);
+    reserved = p.value();
+  }
+  Result<std::vector<PortLease>> got = broker.Lease(MakeOwner(a.owner, static_cast<pid_t>(a.pid)), wants, reserved);
+  if (!got) return Failed(a, got.error().message);
+  if (a.json) {
+    std::cout << LeasesJson(a.owner, got.value()) << "\n";
     return 0;
   }
-  const bool json = vm["json"].as<bool>();
-  Result<PortRange> r = ParsePortRange(range);
-  if (!r) {
-    std::cerr << "ixctl ports " << sub << ": --range: " << r.error().message << "\n";
-    return 2;
+  for (const auto& l : got.value()) {
+    std::cout << l.name << "=" << l.first;
+    if (l.count > 1) std::cout << "-" << (l.first + l.count - 1);
+    std::cout << "\n";
   }
-  config.range = r.value();
+  return 0;
+}
+
+int Release(PortBroker& broker, const PortsArgs& a) {
+  Result<int> n = broker.Release(a.owner);
+  if (!n) return Failed(a, n.error().message);
+  std::cout << "released " << n.value() << " lease(s) of " << a.owner << "\n";
+  return 0;
+}
+
+int List(PortBroker& broker, const PortsArgs& a) {
+  Result<std::vector<PortLease>> all = broker.List();
+  if (!all) return Failed(a, all.error().message);
+  std::cout << (a.json ? LeasesJson("", all.value()) + "\n" : LeasesTable(all.value()));
+  return 0;
+}
+
+}  // namespace
+
+int RunPortsCommand(const std::vector<std::string>& args) {
+  PortsArgs a;
+  if (auto rc = ParsePortsArgs(args, a)) return *rc;
   std::vector<PortWant> wants;
-  if (sub == "lease" || sub == "release") {
-    if (owner.empty()) {
-      std::cerr << "ixctl ports " << sub << ": --owner is required\n";
-      return 2;
-    }
-  }
-  if (sub == "lease") {
-    for (const auto& n : SplitComma(names)) wants.push_back({n, 1});
-    for (const auto& b : blocks) {
-      const size_t eq = b.find('=');
-      int k = 0;
-      try {
-        k = eq == std::string::npos ? 0 : std::stoi(b.substr(eq + 1));
-      } catch (const std::exception&) {
-        k = 0;
-      }
-      if (eq == std::string::npos || eq == 0 || k < 1) {
-        std::cerr << "ixctl ports lease: --block expects NAME=K with K >= 1, got '" << b << "'\n";
-        return 2;
-      }
-      wants.push_back({b.substr(0, eq), k});
-    }
-    if (wants.empty()) {
-      std::cerr << "ixctl ports lease: give --names and/or --block\n";
-      return 2;
-    }
+  if (a.sub == "lease") {
+    if (auto rc = WantedPorts(a, wants)) return *rc;
   }
   BindProber prober;
   ProcessLiveness liveness;
-  Result<PortBroker> broker = PortBroker::Open(config, prober, liveness);
-  if (!broker) {
-    std::cerr << "ixctl ports " << sub << ": " << broker.error().message << "\n";
-    return 1;
-  }
-  if (sub == "lease") {
-    if (!vm.count("resv-ports")) {
-      if (const char* env = std::getenv("SLURM_STEP_RESV_PORTS")) resv = env;
-    }
-    std::vector<int> reserved;
-    if (!resv.empty()) {
-      Result<std::vector<int>> p = ParsePortList(resv);
-      if (!p) {
-        std::cerr << "ixctl ports lease: reserved ports: " << p.error().message << "\n";
-        return 2;
-      }
-      reserved = p.value();
-    }
-    Result<std::vector<PortLease>> got =
-        broker.value().Lease(MakeOwner(owner, static_cast<pid_t>(pid)), wants, reserved);
-    if (!got) {
-      std::cerr << "ixctl ports lease: " << got.error().message << "\n";
-      return 1;
-    }
-    if (json) {
-      std::cout << LeasesJson(owner, got.value()) << "\n";
-    } else {
-      for (const auto& l : got.value()) {
-        std::cout << l.name << "=" << l.first;
-        if (l.count > 1) std::cout << "-" << (l.first + l.count - 1);
-        std::cout << "\n";
-      }
-    }
-    return 0;
-  }
-  if (sub == "release") {
-    Result<int> n = broker.value().Release(owner);
-    if (!n) {
-      std::cerr << "ixctl ports release: " << n.error().message << "\n";
-      return 1;
-    }
-    std::cout << "released " << n.value() << " lease(s) of " << owner << "\n";
-    return 0;
-  }
-  Result<std::vector<PortLease>> all = broker.value().List();
-  if (!all) {
-    std::cerr << "ixctl ports list: " << all.error().message << "\n";
-    return 1;
-  }
-  std::cout << (json ? LeasesJson("", all.value()) + "\n" : LeasesTable(all.value()));
-  return 0;
+  Result<PortBroker> broker = PortBroker::Open(a.config, prober, liveness);
+  if (!broker) return Failed(a, broker.error().message);
+  if (a.sub == "lease") return Lease(broker.value(), a, wants);
+  if (a.sub == "release") return Release(broker.value(), a);
+  return List(broker.value(), a);
 }
 
 }  // namespace ix
