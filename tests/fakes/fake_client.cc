@@ -193,6 +193,96 @@ std::optional<int> rank_of(const rapidjson::Document& d) {
   return std::nullopt;
 }
 
+void read_usage(const rapidjson::Document& d, Record& rec) {
+  if (d.HasMember("usage") && d["usage"].IsObject() && d["usage"].HasMember("completion_tokens") &&
+      d["usage"]["completion_tokens"].IsInt()) {
+    rec.completion_tokens = d["usage"]["completion_tokens"].GetInt();
+  }
+}
+
+// The body of one answer as it arrives: kept whole when not streaming (or
+// not 200), else split into SSE events whose deltas make the reply. Fills
+// the record's rank, time to first token and completion tokens on the way.
+struct ResponseReader {
+  ResponseReader(const Config& c, Record& r) : cfg(c), rec(r), t0(now_s()) {}
+
+  const Config& cfg;
+  Record& rec;
+  double t0;  // when the request started
+  int status = 0;  // from the response handler, before the body
+  std::string body;
+  std::string reply;
+  bool done_marker = false;
+  std::string stream_error;
+  ixfake::SseParser sse;
+
+  bool feed(const char* data, std::size_t len) {
+    if (!cfg.stream || status != 200) {
+      body.append(data, len);
+      return true;
+    }
+    for (const std::string& event : sse.feed(std::string_view(data, len))) on_event(event);
+    return true;
+  }
+
+  void on_event(const std::string& event) {
+    if (event == "[DONE]") {
+      done_marker = true;
+      return;
+    }
+    rapidjson::Document d;
+    d.Parse(event.c_str());
+    if (d.HasParseError() || !d.IsObject()) {
+      stream_error = "a stream chunk is not JSON: " + event.substr(0, 200);
+      return;
+    }
+    if (d.HasMember("error")) {
+      stream_error = "error in stream: " + event.substr(0, 200);
+      return;
+    }
+    if (auto r = rank_of(d)) rec.rank = *r;
+    if (d.HasMember("choices") && d["choices"].IsArray()) {
+      for (const auto& ch : d["choices"].GetArray()) {
+        if (!ch.IsObject() || !ch.HasMember("delta") || !ch["delta"].IsObject()) continue;
+        const auto& delta = ch["delta"];
+        if (delta.HasMember("content") && delta["content"].IsString() && delta["content"].GetStringLength() > 0) {
+          if (!rec.ttft_ms) rec.ttft_ms = (now_s() - t0) * 1000.0;
+          reply += delta["content"].GetString();
+        }
+      }
+    }
+    read_usage(d, rec);
+  }
+
+  // After a 200: the reply, or "" with rec.error set.
+  std::string finish() {
+    if (cfg.stream) {
+      if (!stream_error.empty()) {
+        rec.error = stream_error;
+      } else if (!done_marker) {
+        rec.error = "the stream ended without data: [DONE]";
+      }
+      return reply;
+    }
+    rapidjson::Document d;
+    d.Parse(body.c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("choices") || !d["choices"].IsArray() ||
+        d["choices"].Empty()) {
+      rec.error = "the response is not a chat completion: " + body.substr(0, 200);
+      return {};
+    }
+    if (auto r = rank_of(d)) rec.rank = *r;
+    rec.ttft_ms = rec.latency_ms;
+    const auto& choice = d["choices"][0];
+    if (choice.HasMember("message") && choice["message"].IsObject() && choice["message"].HasMember("content") &&
+        choice["message"]["content"].IsString()) {
+      reply = choice["message"]["content"].GetString();
+    }
+    read_usage(d, rec);
+    return reply;
+  }
+};
+
 // One chat turn; fills `rec` and returns the assistant's reply.
 std::string run_turn(httplib::Client& cli, const Config& cfg, const std::string& session,
                      const std::vector<Message>& messages, Record& rec) {
@@ -204,61 +294,20 @@ std::string run_turn(httplib::Client& cli, const Config& cfg, const std::string&
   if (cfg.stream) req.headers.emplace("Accept", "text/event-stream");
   req.body = request_body(cfg, messages);
 
-  std::string body;
-  std::string reply;
-  bool done_marker = false;
-  std::string stream_error;
-  ixfake::SseParser sse;
-  double t0 = now_s();
-  httplib::Response res;
+  ResponseReader reader(cfg, rec);
   req.content_receiver = [&](const char* data, std::size_t len, std::uint64_t, std::uint64_t) {
-    if (!cfg.stream || res.status != 200) {
-      body.append(data, len);
-      return true;
-    }
-    for (const std::string& event : sse.feed(std::string_view(data, len))) {
-      if (event == "[DONE]") {
-        done_marker = true;
-        continue;
-      }
-      rapidjson::Document d;
-      d.Parse(event.c_str());
-      if (d.HasParseError() || !d.IsObject()) {
-        stream_error = "a stream chunk is not JSON: " + event.substr(0, 200);
-        continue;
-      }
-      if (d.HasMember("error")) {
-        stream_error = "error in stream: " + event.substr(0, 200);
-        continue;
-      }
-      if (auto r = rank_of(d)) rec.rank = *r;
-      if (d.HasMember("choices") && d["choices"].IsArray()) {
-        for (const auto& ch : d["choices"].GetArray()) {
-          if (!ch.IsObject() || !ch.HasMember("delta") || !ch["delta"].IsObject()) continue;
-          const auto& delta = ch["delta"];
-          if (delta.HasMember("content") && delta["content"].IsString() && delta["content"].GetStringLength() > 0) {
-            if (!rec.ttft_ms) rec.ttft_ms = (now_s() - t0) * 1000.0;
-            reply += delta["content"].GetString();
-          }
-        }
-      }
-      if (d.HasMember("usage") && d["usage"].IsObject() && d["usage"].HasMember("completion_tokens") &&
-          d["usage"]["completion_tokens"].IsInt()) {
-        rec.completion_tokens = d["usage"]["completion_tokens"].GetInt();
-      }
-    }
-    return true;
+    return reader.feed(data, len);
   };
   req.response_handler = [&](const httplib::Response& r) {
-    res.status = r.status;
+    reader.status = r.status;
     return true;
   };
   httplib::Error err = httplib::Error::Success;
   httplib::Response full;
   bool ok = cli.send(req, full, err);
-  rec.latency_ms = (now_s() - t0) * 1000.0;
+  rec.latency_ms = (now_s() - reader.t0) * 1000.0;
   if (!ok) {
-    rec.status = res.status > 0 ? res.status : 0;
+    rec.status = reader.status > 0 ? reader.status : 0;
     rec.error = "request failed: " + httplib::to_string(err);
     return {};
   }
@@ -269,36 +318,10 @@ std::string run_turn(httplib::Client& cli, const Config& cfg, const std::string&
     }
   }
   if (full.status != 200) {
-    rec.error = strprintf("HTTP %d: %s", full.status, body.substr(0, 300).c_str());
+    rec.error = strprintf("HTTP %d: %s", full.status, reader.body.substr(0, 300).c_str());
     return {};
   }
-  if (cfg.stream) {
-    if (!stream_error.empty()) {
-      rec.error = stream_error;
-    } else if (!done_marker) {
-      rec.error = "the stream ended without data: [DONE]";
-    }
-    return reply;
-  }
-  rapidjson::Document d;
-  d.Parse(body.c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("choices") || !d["choices"].IsArray() ||
-      d["choices"].Empty()) {
-    rec.error = "the response is not a chat completion: " + body.substr(0, 200);
-    return {};
-  }
-  if (auto r = rank_of(d)) rec.rank = *r;
-  rec.ttft_ms = rec.latency_ms;
-  const auto& choice = d["choices"][0];
-  if (choice.HasMember("message") && choice["message"].IsObject() && choice["message"].HasMember("content") &&
-      choice["message"]["content"].IsString()) {
-    reply = choice["message"]["content"].GetString();
-  }
-  if (d.HasMember("usage") && d["usage"].IsObject() && d["usage"].HasMember("completion_tokens") &&
-      d["usage"]["completion_tokens"].IsInt()) {
-    rec.completion_tokens = d["usage"]["completion_tokens"].GetInt();
-  }
-  return reply;
+  return reader.finish();
 }
 
 // GET /v1/models: the first model id, or an error message in `error`.
@@ -324,106 +347,106 @@ std::string discover_model(const Config& cfg, std::string& error) {
   return d["data"][0]["id"].GetString();
 }
 
-std::string result_json(const Config& cfg, const std::vector<Record>& records, double wall_s) {
-  rapidjson::StringBuffer sb;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(sb);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  w.Key("endpoint");
-  w.String(cfg.endpoint.c_str());
-  w.Key("model");
-  w.String(cfg.model.c_str());
-  w.Key("sessions");
-  w.Int(cfg.sessions);
-  w.Key("turns");
-  w.Int(cfg.turns);
-  w.Key("concurrency");
-  w.Int(cfg.concurrency);
-  w.Key("stream");
-  w.Bool(cfg.stream);
-  w.Key("x_session_id_header");
-  w.Bool(true);
-  w.Key("requests");
-  w.StartArray();
+// ------------------------------------------------------------------ result
+
+// What the result's summary says of the records. session_ranks holds -1 for
+// a successful turn whose rank is unknown.
+struct Summary {
+  int failed = 0;
+  const Record* first_failure = nullptr;
   std::vector<double> latencies;
   std::vector<double> ttfts;
   std::set<int> ranks;
   std::map<std::string, std::set<int>> session_ranks;
-  int failed = 0;
+
+  bool sessions_on_one_rank() const {
+    return !session_ranks.empty() && std::all_of(session_ranks.begin(), session_ranks.end(), [](const auto& kv) {
+      return kv.second.size() == 1 && *kv.second.begin() >= 0;
+    });
+  }
+};
+
+Summary summarize(const std::vector<Record>& records) {
+  Summary s;
   for (const auto& r : records) {
-    w.StartObject();
-    w.Key("session");
-    w.String(r.session.c_str());
-    w.Key("turn");
-    w.Int(r.turn);
-    w.Key("latency_ms");
-    w.Double(r.latency_ms);
-    w.Key("ttft_ms");
-    if (r.ttft_ms) {
-      w.Double(*r.ttft_ms);
-    } else {
-      w.Null();
-    }
-    w.Key("rank");
-    if (r.rank) {
-      w.Int(*r.rank);
-    } else {
-      w.Null();
-    }
-    w.Key("status");
-    w.Int(r.status);
-    w.Key("completion_tokens");
-    w.Int(r.completion_tokens);
     if (!r.error.empty()) {
-      w.Key("error");
-      w.String(r.error.c_str());
-    }
-    w.EndObject();
-    if (!r.error.empty()) {
-      ++failed;
+      ++s.failed;
+      if (s.first_failure == nullptr) s.first_failure = &r;
       continue;
     }
-    latencies.push_back(r.latency_ms);
-    if (r.ttft_ms) ttfts.push_back(*r.ttft_ms);
+    s.latencies.push_back(r.latency_ms);
+    if (r.ttft_ms) s.ttfts.push_back(*r.ttft_ms);
     if (r.rank) {
-      ranks.insert(*r.rank);
-      session_ranks[r.session].insert(*r.rank);
+      s.ranks.insert(*r.rank);
+      s.session_ranks[r.session].insert(*r.rank);
     } else {
-      session_ranks[r.session].insert(-1);
+      s.session_ranks[r.session].insert(-1);
     }
   }
-  w.EndArray();
-  bool one_rank = !session_ranks.empty() && std::all_of(session_ranks.begin(), session_ranks.end(), [](const auto& kv) {
-    return kv.second.size() == 1 && *kv.second.begin() >= 0;
-  });
-  auto opt = [&](const char* key, std::optional<double> v) {
+  return s;
+}
+
+using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+// One "key": value member; an empty optional is null.
+void put(JsonWriter& w, const char* key, int v) {
+  w.Key(key);
+  w.Int(v);
+}
+void put(JsonWriter& w, const char* key, double v) {
+  w.Key(key);
+  w.Double(v);
+}
+void put(JsonWriter& w, const char* key, bool v) {
+  w.Key(key);
+  w.Bool(v);
+}
+void put(JsonWriter& w, const char* key, const std::string& v) {
+  w.Key(key);
+  w.String(v.c_str());
+}
+void put(JsonWriter& w, const char* key, const char* v) = delete;  // would be a bool
+template <class T>
+void put(JsonWriter& w, const char* key, const std::optional<T>& v) {
+  if (v) {
+    put(w, key, *v);
+  } else {
     w.Key(key);
-    if (v) {
-      w.Double(*v);
-    } else {
-      w.Null();
-    }
-  };
+    w.Null();
+  }
+}
+
+void write_record(JsonWriter& w, const Record& r) {
+  w.StartObject();
+  put(w, "session", r.session);
+  put(w, "turn", r.turn);
+  put(w, "latency_ms", r.latency_ms);
+  put(w, "ttft_ms", r.ttft_ms);
+  put(w, "rank", r.rank);
+  put(w, "status", r.status);
+  put(w, "completion_tokens", r.completion_tokens);
+  if (!r.error.empty()) put(w, "error", r.error);
+  w.EndObject();
+}
+
+void write_summary(JsonWriter& w, const Summary& s, std::size_t requests, double wall_s) {
   w.Key("summary");
   w.StartObject();
-  w.Key("requests");
-  w.Int(static_cast<int>(records.size()));
-  w.Key("failed");
-  w.Int(failed);
-  opt("p50_ms", ixfake::percentile(latencies, 50));
-  opt("p99_ms", ixfake::percentile(latencies, 99));
-  opt("ttft_p50_ms", ixfake::percentile(ttfts, 50));
-  opt("ttft_p99_ms", ixfake::percentile(ttfts, 99));
-  w.Key("wall_s");
-  w.Double(wall_s);
+  put(w, "requests", static_cast<int>(requests));
+  put(w, "failed", s.failed);
+  put(w, "p50_ms", ixfake::percentile(s.latencies, 50));
+  put(w, "p99_ms", ixfake::percentile(s.latencies, 99));
+  put(w, "ttft_p50_ms", ixfake::percentile(s.ttfts, 50));
+  put(w, "ttft_p99_ms", ixfake::percentile(s.ttfts, 99));
+  put(w, "wall_s", wall_s);
   w.Key("ranks_used");
   w.StartArray();
-  for (int r : ranks) w.Int(r);
+  for (int r : s.ranks) w.Int(r);
   w.EndArray();
   w.Key("session_ranks");
   w.StartObject();
-  for (const auto& [s, rs] : session_ranks) {
-    w.Key(s.c_str());
+  for (const auto& [session, rs] : s.session_ranks) {
+    w.Key(session.c_str());
     w.StartArray();
     for (int r : rs) {
       if (r >= 0) {
@@ -435,11 +458,78 @@ std::string result_json(const Config& cfg, const std::vector<Record>& records, d
     w.EndArray();
   }
   w.EndObject();
-  w.Key("sessions_on_one_rank");
-  w.Bool(one_rank);
+  put(w, "sessions_on_one_rank", s.sessions_on_one_rank());
   w.EndObject();
+}
+
+std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
+                        double wall_s) {
+  rapidjson::StringBuffer sb;
+  JsonWriter w(sb);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  put(w, "endpoint", cfg.endpoint);
+  put(w, "model", cfg.model);
+  put(w, "sessions", cfg.sessions);
+  put(w, "turns", cfg.turns);
+  put(w, "concurrency", cfg.concurrency);
+  put(w, "stream", cfg.stream);
+  put(w, "x_session_id_header", true);
+  w.Key("requests");
+  w.StartArray();
+  for (const auto& r : records) write_record(w, r);
+  w.EndArray();
+  write_summary(w, summary, records.size(), wall_s);
   w.EndObject();
   return std::string(sb.GetString()) + "\n";
+}
+
+// ---------------------------------------------------------------- sessions
+
+// Runs every session, cfg.concurrency at a time; the records sorted by
+// session number and turn. The first failure stops new turns unless
+// --keep-going (a session never goes on past its failed turn).
+std::vector<Record> run_sessions(const Config& cfg) {
+  std::mutex m;
+  std::vector<Record> records;
+  std::atomic<int> next_session{0};
+  std::atomic<bool> stop{false};
+  auto worker = [&] {
+    auto cli = make_client(cfg);
+    for (;;) {
+      int s = next_session.fetch_add(1);
+      if (s >= cfg.sessions || stop.load()) return;
+      std::string session = cfg.session_prefix + std::to_string(s);
+      std::vector<Message> history;
+      for (int turn = 0; turn < cfg.turns && !stop.load(); ++turn) {
+        history.push_back({"user", strprintf("Session %s, turn %d: tell me something short.", session.c_str(), turn)});
+        Record rec;
+        rec.session = session;
+        rec.turn = turn;
+        std::string reply = run_turn(*cli, cfg, session, history, rec);
+        bool failed = !rec.error.empty();
+        {
+          std::lock_guard<std::mutex> lock(m);
+          records.push_back(rec);
+        }
+        if (failed) {
+          ixfake::logf("session %s turn %d failed: %s", session.c_str(), turn, rec.error.c_str());
+          if (!cfg.keep_going) stop.store(true);
+          break;  // the rest of this conversation has no history to build on
+        }
+        history.push_back({"assistant", reply});
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::min(cfg.concurrency, cfg.sessions); ++t) threads.emplace_back(worker);
+  for (auto& th : threads) th.join();
+  std::sort(records.begin(), records.end(), [](const Record& a, const Record& b) {
+    return a.session.size() != b.session.size() ? a.session.size() < b.session.size()
+           : a.session != b.session             ? a.session < b.session
+                                                : a.turn < b.turn;
+  });
+  return records;
 }
 
 }  // namespace
@@ -460,75 +550,24 @@ int main(int argc, char** argv) {
                cfg.model.c_str(), cfg.sessions, cfg.turns, cfg.concurrency, cfg.stream ? "streaming" : "not streaming",
                cfg.aiperf_session_header_var ? "" : " (X-Session-ID is sent even without AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID=1)");
 
-  std::mutex m;
-  std::vector<Record> records;
-  std::atomic<int> next_session{0};
-  std::atomic<bool> stop{false};
   double t0 = now_s();
-  int workers = std::min(cfg.concurrency, cfg.sessions);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < workers; ++t) {
-    threads.emplace_back([&] {
-      auto cli = make_client(cfg);
-      for (;;) {
-        int s = next_session.fetch_add(1);
-        if (s >= cfg.sessions || stop.load()) return;
-        std::string session = cfg.session_prefix + std::to_string(s);
-        std::vector<Message> history;
-        for (int turn = 0; turn < cfg.turns && !stop.load(); ++turn) {
-          history.push_back({"user", strprintf("Session %s, turn %d: tell me something short.", session.c_str(), turn)});
-          Record rec;
-          rec.session = session;
-          rec.turn = turn;
-          std::string reply = run_turn(*cli, cfg, session, history, rec);
-          bool failed = !rec.error.empty();
-          {
-            std::lock_guard<std::mutex> lock(m);
-            records.push_back(rec);
-          }
-          if (failed) {
-            ixfake::logf("session %s turn %d failed: %s", session.c_str(), turn, rec.error.c_str());
-            if (!cfg.keep_going) stop.store(true);
-            break;  // the rest of this conversation has no history to build on
-          }
-          history.push_back({"assistant", reply});
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  std::vector<Record> records = run_sessions(cfg);
   double wall = now_s() - t0;
-  std::sort(records.begin(), records.end(), [](const Record& a, const Record& b) {
-    return a.session.size() != b.session.size() ? a.session.size() < b.session.size()
-           : a.session != b.session             ? a.session < b.session
-                                                : a.turn < b.turn;
-  });
-
-  std::string json = result_json(cfg, records, wall);
-  if (std::string err = ixfake::write_file_atomic(cfg.out, json); !err.empty()) {
+  Summary summary = summarize(records);
+  if (std::string err = ixfake::write_file_atomic(cfg.out, result_json(cfg, records, summary, wall)); !err.empty()) {
     std::fprintf(stderr, "ix-fake-client: cannot write the result: %s\n", err.c_str());
     return 1;
   }
-  int failed = 0;
-  const Record* first_failure = nullptr;
-  std::set<int> ranks;
-  for (const auto& r : records) {
-    if (!r.error.empty()) {
-      ++failed;
-      if (first_failure == nullptr) first_failure = &r;
-    } else if (r.rank) {
-      ranks.insert(*r.rank);
-    }
-  }
-  ixfake::logf("%zu requests, %d failed, %zu ranks used, %.3f s; result in %s", records.size(), failed, ranks.size(),
-               wall, cfg.out.c_str());
-  int expected = cfg.sessions * cfg.turns;
-  if (failed > 0) {
+  ixfake::logf("%zu requests, %d failed, %zu ranks used, %.3f s; result in %s", records.size(), summary.failed,
+               summary.ranks.size(), wall, cfg.out.c_str());
+  if (summary.failed > 0) {
+    const Record& first = *summary.first_failure;
     std::fprintf(stderr, "ix-fake-client: %d of %zu requests failed against %s; first: session %s turn %d: %s\n",
-                 failed, records.size(), cfg.endpoint.c_str(), first_failure->session.c_str(), first_failure->turn,
-                 first_failure->error.c_str());
+                 summary.failed, records.size(), cfg.endpoint.c_str(), first.session.c_str(), first.turn,
+                 first.error.c_str());
     return 1;
   }
+  int expected = cfg.sessions * cfg.turns;
   if (static_cast<int>(records.size()) != expected) {
     std::fprintf(stderr, "ix-fake-client: only %zu of %d requests ran\n", records.size(), expected);
     return 1;

@@ -340,19 +340,11 @@ class Router {
     return cfg_.targets[round_robin_.fetch_add(1) % cfg_.targets.size()];
   }
 
-  void forward(const httplib::Request& req, httplib::Response& res) {
-    double t0 = now_s();
-    metrics_.request(req.path);
-    if (cfg_.targets.empty()) {
-      metrics_.error(req.path, "no_workers");
-      json_error(res, 503, "No available workers");
-      return;
-    }
-    const Target& target = choose(req);
-    metrics_.routed(target.key);
-    res.set_header("X-Router-Worker", target.key);
-
-    auto up = std::make_shared<Upstream>();
+  // The request as it goes to `target`: the path under the worker's base,
+  // the headers less hop-by-hop ones (X-data-parallel-rank set from the
+  // target), the body; the worker's answer goes into `up` as it arrives.
+  static httplib::Request upstream_request(const httplib::Request& req, const Target& target,
+                                           const std::shared_ptr<Upstream>& up) {
     httplib::Request out;
     out.method = req.method;
     out.path = target.url.base_path + req.target;
@@ -376,8 +368,13 @@ class Router {
       up->cv.notify_all();
       return !up->cancelled.load();
     };
-    ixfake::HttpUrl url = target.url;
-    int timeout = cfg_.request_timeout_s;
+    return out;
+  }
+
+  // Sends `out` to the worker in a thread of its own, which marks `up` done
+  // (failed with the client's error when the request failed).
+  static void send_upstream(const std::shared_ptr<Upstream>& up, const ixfake::HttpUrl& url, int timeout,
+                            httplib::Request out) {
     std::thread([up, url, timeout, out = std::move(out)]() mutable {
       httplib::Client cli(url.host, url.port);
       cli.set_connection_timeout(10, 0);
@@ -396,7 +393,47 @@ class Router {
       up->done = true;
       up->cv.notify_all();
     }).detach();
+  }
 
+  // Passes the worker's body on as it arrives; false (cutting the client's
+  // stream) when the client is gone or the worker broke off.
+  static bool relay_body(const std::shared_ptr<Upstream>& up, httplib::DataSink& sink) {
+    for (;;) {
+      std::unique_lock<std::mutex> l(up->m);
+      up->cv.wait(l, [&] { return !up->chunks.empty() || up->done; });
+      if (!up->chunks.empty()) {
+        std::string chunk = std::move(up->chunks.front());
+        up->chunks.pop_front();
+        l.unlock();
+        if (!sink.write(chunk.data(), chunk.size())) {
+          up->cancelled.store(true);
+          return false;
+        }
+        continue;
+      }
+      if (up->failed) return false;  // the worker broke off: so does the client's stream
+      l.unlock();
+      sink.done();
+      return true;
+    }
+  }
+
+  void forward(const httplib::Request& req, httplib::Response& res) {
+    double t0 = now_s();
+    metrics_.request(req.path);
+    if (cfg_.targets.empty()) {
+      metrics_.error(req.path, "no_workers");
+      json_error(res, 503, "No available workers");
+      return;
+    }
+    const Target& target = choose(req);
+    metrics_.routed(target.key);
+    res.set_header("X-Router-Worker", target.key);
+
+    auto up = std::make_shared<Upstream>();
+    send_upstream(up, target.url, cfg_.request_timeout_s, upstream_request(req, target, up));
+
+    // The worker's status and headers (less hop-by-hop ones) once they came.
     std::unique_lock<std::mutex> lock(up->m);
     up->cv.wait(lock, [&] { return up->have_headers || up->done; });
     if (!up->have_headers) {
@@ -421,27 +458,7 @@ class Router {
     std::string route = req.path;
     Metrics* metrics = &metrics_;
     res.set_chunked_content_provider(
-        content_type,
-        [up](std::size_t, httplib::DataSink& sink) {
-          for (;;) {
-            std::unique_lock<std::mutex> l(up->m);
-            up->cv.wait(l, [&] { return !up->chunks.empty() || up->done; });
-            if (!up->chunks.empty()) {
-              std::string chunk = std::move(up->chunks.front());
-              up->chunks.pop_front();
-              l.unlock();
-              if (!sink.write(chunk.data(), chunk.size())) {
-                up->cancelled.store(true);
-                return false;
-              }
-              continue;
-            }
-            if (up->failed) return false;  // the worker broke off: so does the client's stream
-            l.unlock();
-            sink.done();
-            return true;
-          }
-        },
+        content_type, [up](std::size_t, httplib::DataSink& sink) { return relay_body(up, sink); },
         [up, metrics, route, t0](bool) {
           up->cancelled.store(true);
           metrics->duration(route, now_s() - t0);

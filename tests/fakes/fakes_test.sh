@@ -122,6 +122,17 @@ all_gone() {
   done
 }
 
+# stop_engine PID SECONDS: SIGTERM to a fake engine; it exits within SECONDS
+# (RC: its status) and its EngineCores go with it.
+stop_engine() {
+  local kids
+  kids=$(children "$1")
+  kill -TERM "$1"
+  wait_exit "$1" "$2"
+  # shellcheck disable=SC2086
+  all_gone $kids
+}
+
 pyjson() {  # pyjson FILE EXPR [ARGS...]: EXPR over d (the JSON) and args must be true
   local file=$1 expr=$2
   shift 2
@@ -218,11 +229,7 @@ grep -q 'EngineCore_DP3 (pid [0-9]*) died unexpectedly: exit status 1' "$TMP/cra
   fail "crash: completion $CODE"
 alive "$ENGINE" || fail "crash: the API server died"
 ok "FAKE_VLLM_CRASH_ENGINE_AFTER_S: EngineCore_DP3 exits 1, /health still 200"
-KIDS=$(children "$ENGINE")
-kill -TERM "$ENGINE"
-wait_exit "$ENGINE" 3
-# shellcheck disable=SC2086
-all_gone $KIDS
+stop_engine "$ENGINE" 3
 
 E=$(free_port)
 start exit0 FAKE_VLLM_EXIT0_AFTER_S=0.3 "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 2
@@ -245,11 +252,7 @@ CURL_RC=0
 curl -s -o /dev/null --max-time 0.5 "http://127.0.0.1:$E/health" || CURL_RC=$?
 [[ $CURL_RC -eq 28 ]] || fail "hang: /health did not time out (curl $CURL_RC)"
 alive "$ENGINE" || fail "hang: the process died"
-KIDS=$(children "$ENGINE")
-kill -TERM "$ENGINE"
-wait_exit "$ENGINE" 2
-# shellcheck disable=SC2086
-all_gone $KIDS
+stop_engine "$ENGINE" 2
 ok "FAKE_VLLM_HANG_AFTER_S: requests block, the process lives, SIGTERM still stops it"
 
 E=$(free_port)
@@ -258,11 +261,7 @@ ENGINE=$PID
 sleep 0.5
 refused "http://127.0.0.1:$E/health" || fail "never ready: got $CODE (curl $CURL_RC)"
 alive "$ENGINE" && n_children "$ENGINE" 2 || fail "never ready: process or EngineCores missing"
-KIDS=$(children "$ENGINE")
-kill -TERM "$ENGINE"
-wait_exit "$ENGINE" 2
-# shellcheck disable=SC2086
-all_gone $KIDS
+stop_engine "$ENGINE" 2
 ok "FAKE_VLLM_NEVER_READY: refused forever, SIGTERM stops it"
 
 E=$(free_port)
@@ -332,11 +331,7 @@ RC=0
 [[ $RC -eq 2 ]] || fail "router --policy round_robin: rc $RC"
 ok "router: unknown flags and policies exit 2"
 
-KIDS=$(children "$ENGINE")
-kill -TERM "$ENGINE"
-wait_exit "$ENGINE" 3
-# shellcheck disable=SC2086
-all_gone $KIDS
+stop_engine "$ENGINE" 3
 RC=0
 IX_ENDPOINT="http://127.0.0.1:$P" "$CLIENT" --model test-model --out "$TMP/result3.json" >"$TMP/client3.log" 2>"$TMP/client3.err" || RC=$?
 [[ $RC -eq 1 ]] && grep -q "requests failed" "$TMP/client3.err" || fail "client against a dead engine: rc $RC"

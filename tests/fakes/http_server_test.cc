@@ -34,6 +34,22 @@ Server& Start(const std::function<void(Server&)>& setup, int* port) {
   return *s;
 }
 
+// A server whose GET `path` streams from `provider`; its releaser stores 1
+// (completed) or 0 (cut) into `released`. Returns the port.
+int StartStream(const std::string& path, Response::ContentProvider provider,
+                const std::shared_ptr<std::atomic<int>>& released) {
+  int port = 0;
+  Start(
+      [=](Server& s) {
+        s.Get(path, [=](const Request&, Response& res) {
+          res.set_chunked_content_provider("text/event-stream", provider,
+                                           [released](bool ok) { released->store(ok ? 1 : 0); });
+        });
+      },
+      &port);
+  return port;
+}
+
 // The logger and the releaser run on the connection's thread after the
 // client has its answer: waits up to 1 s for `done` to hold.
 void WaitFor(const std::function<bool()>& done) {
@@ -145,28 +161,21 @@ TEST(HttpServer, KeepAliveServesSeveralRequestsOnOneConnection) {
 }
 
 TEST(HttpServer, ChunkedStreamArrivesWholeAndReleaserSeesSuccess) {
-  int port = 0;
   auto released = std::make_shared<std::atomic<int>>(-1);
-  Start(
-      [released](Server& s) {
-        s.Get("/stream", [released](const Request&, Response& res) {
-          res.set_chunked_content_provider(
-              "text/event-stream",
-              [](size_t offset, DataSink& sink) {
-                // Called again until done(): one event per call, three in all.
-                const std::string frame = "data: " + std::to_string(offset) + "\n\n";
-                if (!sink.write(frame.data(), frame.size())) return false;
-                if (offset > 0) {
-                  const std::string last = "data: [DONE]\n\n";
-                  sink.write(last.data(), last.size());
-                  sink.done();
-                }
-                return true;
-              },
-              [released](bool ok) { released->store(ok ? 1 : 0); });
-        });
+  const int port = StartStream(
+      "/stream",
+      [](size_t offset, DataSink& sink) {
+        // Called again until done(): one event per call, three in all.
+        const std::string frame = "data: " + std::to_string(offset) + "\n\n";
+        if (!sink.write(frame.data(), frame.size())) return false;
+        if (offset > 0) {
+          const std::string last = "data: [DONE]\n\n";
+          sink.write(last.data(), last.size());
+          sink.done();
+        }
+        return true;
       },
-      &port);
+      released);
   httplib::Client cli("127.0.0.1", port);
   auto r = cli.Get("/stream");
   ASSERT_TRUE(r);
@@ -178,21 +187,14 @@ TEST(HttpServer, ChunkedStreamArrivesWholeAndReleaserSeesSuccess) {
 }
 
 TEST(HttpServer, ProviderFailureCutsTheConnectionAndReleaserSeesFailure) {
-  int port = 0;
   auto released = std::make_shared<std::atomic<int>>(-1);
-  Start(
-      [released](Server& s) {
-        s.Get("/cut", [released](const Request&, Response& res) {
-          res.set_chunked_content_provider(
-              "text/event-stream",
-              [](size_t, DataSink& sink) {
-                sink.write("data: a\n\n", 9);
-                return false;
-              },
-              [released](bool ok) { released->store(ok ? 1 : 0); });
-        });
+  const int port = StartStream(
+      "/cut",
+      [](size_t, DataSink& sink) {
+        sink.write("data: a\n\n", 9);
+        return false;
       },
-      &port);
+      released);
   const std::string got = RawExchange(port, "GET /cut HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_NE(got.find("200 OK"), std::string::npos) << got;
   EXPECT_NE(got.find("data: a"), std::string::npos) << got;

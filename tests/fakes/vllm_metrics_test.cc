@@ -1,0 +1,37 @@
+#include "vllm_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace ixfake::vllm {
+namespace {
+
+TEST(VllmMetrics, HistogramBucketsAreCumulative) {
+  Histogram h({0.1, 1.0});
+  h.observe(0.05);
+  h.observe(0.5);
+  h.observe(5);
+  EXPECT_EQ(h.counts, (std::vector<unsigned long long>{1, 2}));
+  EXPECT_EQ(h.count, 3u);
+  EXPECT_DOUBLE_EQ(h.sum, 5.55);
+}
+
+TEST(VllmMetrics, RendersPerRankFamilies) {
+  std::map<int, RankStats> stats;
+  stats[0].running = 1;
+  stats[1].success_stop = 2;
+  stats[1].e2e.observe(0.02);
+  const std::string text = render_metrics(stats, "my\"model", 0, 4096);
+  EXPECT_NE(text.find("# TYPE vllm:num_requests_running gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("vllm:num_requests_running{engine=\"0\",model_name=\"my\\\"model\"} 1.0\n"), std::string::npos);
+  EXPECT_NE(text.find("vllm:request_success_total{engine=\"1\",model_name=\"my\\\"model\",finished_reason=\"stop\"} 2.0"),
+            std::string::npos);
+  EXPECT_NE(text.find("vllm:e2e_request_latency_seconds_bucket{engine=\"1\",model_name=\"my\\\"model\",le=\"0.025\"} 1.0"),
+            std::string::npos);
+  EXPECT_NE(text.find("vllm:cache_config_info{engine=\"0\",max_model_len=\"4096\"} 1.0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ixfake::vllm
