@@ -313,7 +313,12 @@ Status CheckOutsideEphemeral(const PortRange& r, const std::string& file) {
 // there: ours, not reached through a link, not writable by others.
 Status PrepareLeaseDir(const std::string& dir) {
   Result<int> opened = OpenOwnedDir(dir, 0700, "lease dir");
-  if (!opened) return opened.error();
+  if (!opened) {
+    struct stat st{};
+    // Said in the words ixctl's users (and tests/ixctl_ports_test.sh) know.
+    if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) return Error{"lease dir " + dir + ": not a directory"};
+    return opened.error();
+  }
   const UniqueFd fd(opened.value());
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0 || ::access(dir.c_str(), R_OK | W_OK | X_OK) != 0) {

@@ -198,15 +198,210 @@ int64_t CaptureSize(int64_t n, int64_t cap) {
   return std::min(p, cap);
 }
 
-Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm) {
-  const Arm* a = recipe.FindArm(arm);
-  if (!a) {
-    return Error{"unknown arm '" + arm + "' for recipe " + recipe.name + "; allowed: " +
-                 JoinNames(recipe.ArmNames())};
+namespace {
+
+// The arm of `recipe` named `name`, or an error listing the arms.
+Result<const Arm*> FindArm(const Recipe& recipe, const std::string& name) {
+  const Arm* a = recipe.FindArm(name);
+  if (!a) return Error{"unknown arm '" + name + "' for recipe " + recipe.name + "; allowed: " + JoinNames(recipe.ArmNames())};
+  return a;
+}
+
+// RenderPlan's steps, in order: the scope (builtins, recipe variables, the
+// CUDA-graph capture size, ports), then the plan's ranks, processes, client
+// environment and host memory. Invariant: a step runs only after the ones
+// before it succeeded, so the scope holds every value a template may use.
+class PlanRenderer {
+ public:
+  PlanRenderer(const Recipe& recipe, const Arm& arm, const RenderRequest& req)
+      : recipe_(recipe), arm_(arm), req_(req), what_(recipe.name + " arm " + arm.name), scope_(arm) {}
+
+  Result<LaunchPlan> Render() {
+    SetBuiltins();
+    if (Status s = SetVariables(); !s) return s.error();
+    if (Status s = SetCaptureSize(); !s) return s.error();
+    if (Status s = SetPorts(); !s) return s.error();
+    SetShape();
+    if (Status s = AddEngines(); !s) return s.error();
+    if (arm_.router) {
+      Result<PlannedProcess> router = RenderProcess(*recipe_.router, arm_, scope_, {});
+      if (!router) return router.error();
+      plan_.processes.push_back(std::move(router).value());
+    }
+    Result<EnvList> client = scope_.RenderEnv(recipe_.client_env);
+    if (!client) return client.error();
+    Result<EnvList> client_extra = scope_.RenderEnv(arm_.client_env);
+    if (!client_extra) return client_extra.error();
+    plan_.client_env = std::move(client).value();
+    MergeEnv(plan_.client_env, client_extra.value());
+    AddHostMemory();
+    for (const auto& [v, t] : arm_.vars) scope_.Get(v);  // record them all
+    plan_.variables = scope_.All();
+    return std::move(plan_);
   }
-  std::vector<std::string> names = a->ports;
-  for (const auto& p : a->rank_ports) {
-    for (int64_t r = 0; r < a->dp; ++r) names.push_back(p + "_RANK" + std::to_string(r));
+
+ private:
+  void SetBuiltins() {
+    scope_.Set("RECIPE", recipe_.name);
+    scope_.Set("ARM", arm_.name);
+    scope_.Set("CONC", std::to_string(req_.conc));
+    scope_.Set("EVAL_ONLY", req_.eval_only ? "1" : "0");
+    scope_.Set("GPUS", std::to_string(arm_.gpus));
+    scope_.Set("TP", std::to_string(arm_.tp));
+    scope_.Set("EP", std::to_string(arm_.ep));
+    scope_.Set("DP", std::to_string(arm_.dp));
+  }
+
+  // Recipe variables: the eval-only value when asked for, an override (each
+  // naming a variable, once) over either.
+  Status SetVariables() {
+    std::set<std::string> overridden;
+    for (const auto& [name, value] : req_.overrides) {
+      if (!recipe_.FindVariable(name)) {
+        std::vector<std::string> settable;
+        for (const auto& v : recipe_.variables) settable.push_back(v.name);
+        return Error{"cannot set '" + name + "': not a variable of recipe " + recipe_.name +
+                     "; settable: " + (settable.empty() ? "(none)" : JoinNames(settable))};
+      }
+      if (!overridden.insert(name).second) return Error{"variable '" + name + "' is set twice"};
+    }
+    for (const RecipeVariable& v : recipe_.variables) {
+      std::string value = req_.eval_only && v.eval_only_value ? *v.eval_only_value : v.value;
+      for (const auto& [name, o] : req_.overrides) {
+        if (name == v.name) value = o;
+      }
+      scope_.Set(v.name, value);
+    }
+    return Ok{};
+  }
+
+  Status SetCaptureSize() {
+    if (!recipe_.capture) return Ok{};
+    const int64_t mult = arm_.capture_batch_multiplier;
+    const int64_t batch = req_.conc * mult;
+    if (batch % arm_.dp != 0) {
+      return Error{what_ + ": the per-rank CUDA-graph batch " + std::to_string(mult) + " x CONC / " +
+                   std::to_string(arm_.dp) + " is not whole for CONC=" + std::to_string(req_.conc) + " (" +
+                   std::to_string(mult) + " x CONC must be divisible by " + std::to_string(arm_.dp) +
+                   ", the data-parallel size)"};
+    }
+    scope_.Set(recipe_.capture->variable,
+               std::to_string(CaptureSize(batch / arm_.dp * recipe_.capture->tokens_per_request, recipe_.capture->max)));
+    return Ok{};
+  }
+
+  // Every port the arm needs from the request, each number once; the arm's
+  // ports into the scope, its rank ports per rank (rank_ports_).
+  Status SetPorts() {
+    std::set<int> numbers;
+    Result<std::vector<std::string>> port_names = PortNames(recipe_, arm_.name);
+    if (!port_names) return port_names.error();
+    for (const std::string& name : port_names.value()) {
+      auto it = std::find_if(req_.ports.begin(), req_.ports.end(), [&](const auto& p) { return p.first == name; });
+      if (it == req_.ports.end()) return Error{what_ + ": no port number given for " + name};
+      if (it->second <= 0 || it->second > 65535) {
+        return Error{what_ + ": port " + name + "=" + std::to_string(it->second) + " is outside 1-65535"};
+      }
+      if (!numbers.insert(it->second).second) {
+        return Error{what_ + ": port " + std::to_string(it->second) + " given to two names"};
+      }
+      if (std::find(arm_.ports.begin(), arm_.ports.end(), name) != arm_.ports.end()) {
+        scope_.Set(name, std::to_string(it->second));
+      }
+      plan_.ports.emplace_back(name, it->second);
+    }
+    auto port_of = [&](const std::string& name) {
+      for (const auto& [k, v] : plan_.ports) {
+        if (k == name) return v;
+      }
+      return 0;
+    };
+    for (const std::string& p : arm_.rank_ports) {
+      std::vector<int> per_rank;
+      for (int64_t r = 0; r < arm_.dp; ++r) per_rank.push_back(port_of(p + "_RANK" + std::to_string(r)));
+      rank_ports_.emplace_back(p, per_rank);
+    }
+    if (!rank_ports_.empty()) scope_.SetRankPorts(rank_ports_);
+    return Ok{};
+  }
+
+  // What the plan says of the arm, and its ranks: rank r holds GPUs
+  // [r*tp, (r+1)*tp) and its rank ports.
+  void SetShape() {
+    plan_.recipe = recipe_.name;
+    plan_.arm = arm_.name;
+    plan_.conc = req_.conc;
+    plan_.eval_only = req_.eval_only;
+    plan_.gpus = arm_.gpus;
+    plan_.tp = arm_.tp;
+    plan_.ep = arm_.ep;
+    plan_.dp = arm_.dp;
+    plan_.dp_layout = arm_.dp_layout;
+    for (int64_t r = 0; r < arm_.dp; ++r) {
+      PlannedRank rank{r, {}, {}};
+      for (int64_t g = 0; g < arm_.tp; ++g) rank.gpus.push_back(r * arm_.tp + g);
+      for (const auto& [name, per_rank] : rank_ports_) rank.ports.emplace_back(name, per_rank[r]);
+      plan_.ranks.push_back(std::move(rank));
+    }
+  }
+
+  // One engine per rank (rank-process layout), or one engine that, given
+  // the GPUs' places and engine.numa_flags, places its own workers.
+  Status AddEngines() {
+    if (arm_.dp_layout == DpLayout::kRankProcess) {
+      for (int64_t r = 0; r < arm_.dp; ++r) {
+        Scope rs = scope_.ForRank(r);
+        Result<PlannedProcess> engine = RenderProcess(recipe_.engine, arm_, rs, arm_.engine_env);
+        if (!engine) return engine.error();
+        engine.value().name = recipe_.engine.name + "-rank" + std::to_string(r);
+        engine.value().log = RankLog(recipe_.engine.log, r);
+        engine.value().rank = r;
+        plan_.processes.push_back(std::move(engine).value());
+      }
+      return Ok{};
+    }
+    Result<PlannedProcess> engine = RenderProcess(recipe_.engine, arm_, scope_, arm_.engine_env);
+    if (!engine) return engine.error();
+    if (!req_.gpu_places.empty() && !recipe_.engine.numa_flags.empty()) {
+      if (static_cast<int64_t>(req_.gpu_places.size()) < arm_.gpus) {
+        return Error{what_ + ": " + std::to_string(req_.gpu_places.size()) + " GPU places given for " +
+                     std::to_string(arm_.gpus) + " GPUs"};
+      }
+      const std::vector<GpuPlace> places(req_.gpu_places.begin(), req_.gpu_places.begin() + arm_.gpus);
+      if (Status s = RenderList(recipe_.engine.numa_flags, scope_, places, engine.value().argv); !s) return s;
+      plan_.worker_numa_flags = true;
+    }
+    plan_.processes.push_back(std::move(engine).value());
+    return Ok{};
+  }
+
+  void AddHostMemory() {
+    for (const HostMemoryNeed& need : recipe_.host_memory) {
+      const int64_t count = need.per == HostMemoryNeed::Per::kDpRank ? arm_.dp
+                            : need.per == HostMemoryNeed::Per::kGpu  ? arm_.gpus
+                                                                     : 1;
+      plan_.host_memory.push_back(
+          PlannedHostMemory{need.name, need.per, need.bytes, count, need.bytes * static_cast<uint64_t>(count)});
+    }
+  }
+
+  const Recipe& recipe_;
+  const Arm& arm_;
+  const RenderRequest& req_;
+  const std::string what_;  // "RECIPE arm ARM", for messages
+  Scope scope_;
+  LaunchPlan plan_;
+  std::vector<std::pair<std::string, std::vector<int>>> rank_ports_;
+};
+
+}  // namespace
+
+Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm) {
+  Result<const Arm*> a = FindArm(recipe, arm);
+  if (!a) return a.error();
+  std::vector<std::string> names = a.value()->ports;
+  for (const auto& p : a.value()->rank_ports) {
+    for (int64_t r = 0; r < a.value()->dp; ++r) names.push_back(p + "_RANK" + std::to_string(r));
   }
   return names;
 }
@@ -219,157 +414,10 @@ PortList PlaceholderPorts(const std::vector<std::string>& names) {
 }
 
 Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& req) {
-  const Arm* arm = recipe.FindArm(req.arm);
-  if (!arm) {
-    return Error{"unknown arm '" + req.arm + "' for recipe " + recipe.name + "; allowed: " +
-                 JoinNames(recipe.ArmNames())};
-  }
-  if (req.conc <= 0) {
-    return Error{"concurrency must be a positive integer, got " + std::to_string(req.conc)};
-  }
-  const std::string what = recipe.name + " arm " + arm->name;
-
-  Scope scope(*arm);
-  scope.Set("RECIPE", recipe.name);
-  scope.Set("ARM", arm->name);
-  scope.Set("CONC", std::to_string(req.conc));
-  scope.Set("EVAL_ONLY", req.eval_only ? "1" : "0");
-  scope.Set("GPUS", std::to_string(arm->gpus));
-  scope.Set("TP", std::to_string(arm->tp));
-  scope.Set("EP", std::to_string(arm->ep));
-  scope.Set("DP", std::to_string(arm->dp));
-
-  std::set<std::string> overridden;
-  for (const auto& [name, value] : req.overrides) {
-    if (!recipe.FindVariable(name)) {
-      std::vector<std::string> settable;
-      for (const auto& v : recipe.variables) settable.push_back(v.name);
-      return Error{"cannot set '" + name + "': not a variable of recipe " + recipe.name +
-                   "; settable: " + (settable.empty() ? "(none)" : JoinNames(settable))};
-    }
-    if (!overridden.insert(name).second) return Error{"variable '" + name + "' is set twice"};
-  }
-  for (const RecipeVariable& v : recipe.variables) {
-    std::string value = req.eval_only && v.eval_only_value ? *v.eval_only_value : v.value;
-    for (const auto& [name, o] : req.overrides) {
-      if (name == v.name) value = o;
-    }
-    scope.Set(v.name, value);
-  }
-
-  if (recipe.capture) {
-    const int64_t mult = arm->capture_batch_multiplier;
-    const int64_t batch = req.conc * mult;
-    if (batch % arm->dp != 0) {
-      return Error{what + ": the per-rank CUDA-graph batch " + std::to_string(mult) +
-                   " x CONC / " + std::to_string(arm->dp) + " is not whole for CONC=" +
-                   std::to_string(req.conc) + " (" + std::to_string(mult) +
-                   " x CONC must be divisible by " + std::to_string(arm->dp) +
-                   ", the data-parallel size)"};
-    }
-    scope.Set(recipe.capture->variable,
-              std::to_string(CaptureSize(batch / arm->dp * recipe.capture->tokens_per_request,
-                                         recipe.capture->max)));
-  }
-
-  LaunchPlan plan;
-  std::set<int> numbers;
-  Result<std::vector<std::string>> port_names = PortNames(recipe, arm->name);
-  if (!port_names) return port_names.error();
-  for (const std::string& name : port_names.value()) {
-    auto it = std::find_if(req.ports.begin(), req.ports.end(),
-                           [&](const auto& p) { return p.first == name; });
-    if (it == req.ports.end()) return Error{what + ": no port number given for " + name};
-    if (it->second <= 0 || it->second > 65535) {
-      return Error{what + ": port " + name + "=" + std::to_string(it->second) +
-                   " is outside 1-65535"};
-    }
-    if (!numbers.insert(it->second).second) {
-      return Error{what + ": port " + std::to_string(it->second) + " given to two names"};
-    }
-    if (std::find(arm->ports.begin(), arm->ports.end(), name) != arm->ports.end()) {
-      scope.Set(name, std::to_string(it->second));
-    }
-    plan.ports.emplace_back(name, it->second);
-  }
-  auto port_of = [&](const std::string& name) {
-    for (const auto& [k, v] : plan.ports) {
-      if (k == name) return v;
-    }
-    return 0;
-  };
-  std::vector<std::pair<std::string, std::vector<int>>> rank_ports;
-  for (const std::string& p : arm->rank_ports) {
-    std::vector<int> per_rank;
-    for (int64_t r = 0; r < arm->dp; ++r) per_rank.push_back(port_of(p + "_RANK" + std::to_string(r)));
-    rank_ports.emplace_back(p, per_rank);
-  }
-  if (!rank_ports.empty()) scope.SetRankPorts(rank_ports);
-
-  plan.recipe = recipe.name;
-  plan.arm = arm->name;
-  plan.conc = req.conc;
-  plan.eval_only = req.eval_only;
-  plan.gpus = arm->gpus;
-  plan.tp = arm->tp;
-  plan.ep = arm->ep;
-  plan.dp = arm->dp;
-  plan.dp_layout = arm->dp_layout;
-  for (int64_t r = 0; r < arm->dp; ++r) {
-    PlannedRank rank{r, {}, {}};
-    for (int64_t g = 0; g < arm->tp; ++g) rank.gpus.push_back(r * arm->tp + g);
-    for (const auto& [name, per_rank] : rank_ports) rank.ports.emplace_back(name, per_rank[r]);
-    plan.ranks.push_back(std::move(rank));
-  }
-
-  if (arm->dp_layout == DpLayout::kRankProcess) {
-    for (int64_t r = 0; r < arm->dp; ++r) {
-      Scope rs = scope.ForRank(r);
-      Result<PlannedProcess> engine = RenderProcess(recipe.engine, *arm, rs, arm->engine_env);
-      if (!engine) return engine.error();
-      engine.value().name = recipe.engine.name + "-rank" + std::to_string(r);
-      engine.value().log = RankLog(recipe.engine.log, r);
-      engine.value().rank = r;
-      plan.processes.push_back(std::move(engine).value());
-    }
-  } else {
-    Result<PlannedProcess> engine = RenderProcess(recipe.engine, *arm, scope, arm->engine_env);
-    if (!engine) return engine.error();
-    if (!req.gpu_places.empty() && !recipe.engine.numa_flags.empty()) {
-      if (static_cast<int64_t>(req.gpu_places.size()) < arm->gpus) {
-        return Error{what + ": " + std::to_string(req.gpu_places.size()) + " GPU places given for " +
-                     std::to_string(arm->gpus) + " GPUs"};
-      }
-      const std::vector<GpuPlace> places(req.gpu_places.begin(), req.gpu_places.begin() + arm->gpus);
-      if (Status s = RenderList(recipe.engine.numa_flags, scope, places, engine.value().argv); !s) {
-        return s.error();
-      }
-      plan.worker_numa_flags = true;
-    }
-    plan.processes.push_back(std::move(engine).value());
-  }
-  if (arm->router) {
-    Result<PlannedProcess> router = RenderProcess(*recipe.router, *arm, scope, {});
-    if (!router) return router.error();
-    plan.processes.push_back(std::move(router).value());
-  }
-  Result<EnvList> client = scope.RenderEnv(recipe.client_env);
-  if (!client) return client.error();
-  Result<EnvList> client_extra = scope.RenderEnv(arm->client_env);
-  if (!client_extra) return client_extra.error();
-  plan.client_env = std::move(client).value();
-  MergeEnv(plan.client_env, client_extra.value());
-
-  for (const HostMemoryNeed& need : recipe.host_memory) {
-    const int64_t count = need.per == HostMemoryNeed::Per::kDpRank ? arm->dp
-                          : need.per == HostMemoryNeed::Per::kGpu  ? arm->gpus
-                                                                   : 1;
-    plan.host_memory.push_back(PlannedHostMemory{need.name, need.per, need.bytes, count,
-                                                 need.bytes * static_cast<uint64_t>(count)});
-  }
-  for (const auto& [v, t] : arm->vars) scope.Get(v);  // record them all
-  plan.variables = scope.All();
-  return plan;
+  Result<const Arm*> arm = FindArm(recipe, req.arm);
+  if (!arm) return arm.error();
+  if (req.conc <= 0) return Error{"concurrency must be a positive integer, got " + std::to_string(req.conc)};
+  return PlanRenderer(recipe, *arm.value(), req).Render();
 }
 
 Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request) {

@@ -31,13 +31,75 @@ void WriteEnv(Writer& w, const EnvList& env) {
 }
 
 template <class Writer>
-void WritePlan(Writer& w, const LaunchPlan& plan) {
-  auto str = [&](const std::string& s) {
-    w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
-  };
+void WriteString(Writer& w, const std::string& s) {
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+template <class Writer>
+void WritePorts(Writer& w, const PortList& ports) {
   w.StartObject();
-  w.Key("recipe"); str(plan.recipe);
-  w.Key("arm"); str(plan.arm);
+  for (const auto& [k, v] : ports) {
+    w.Key(k.c_str());
+    w.Int(v);
+  }
+  w.EndObject();
+}
+
+template <class Writer>
+void WriteRank(Writer& w, const PlannedRank& r) {
+  w.StartObject();
+  w.Key("rank"); w.Int64(r.rank);
+  w.Key("gpus");
+  w.StartArray();
+  for (int64_t g : r.gpus) w.Int64(g);
+  w.EndArray();
+  if (!r.ports.empty()) {
+    w.Key("ports"); WritePorts(w, r.ports);
+  }
+  w.EndObject();
+}
+
+template <class Writer>
+void WriteProcess(Writer& w, const PlannedProcess& p) {
+  w.StartObject();
+  w.Key("name"); WriteString(w, p.name);
+  w.Key("log"); WriteString(w, p.log);
+  if (p.rank >= 0) {
+    w.Key("rank"); w.Int64(p.rank);
+  }
+  w.Key("argv");
+  w.StartArray();
+  for (const auto& a : p.argv) WriteString(w, a);
+  w.EndArray();
+  w.Key("env"); WriteEnv(w, p.env);
+  w.Key("readiness");
+  w.StartArray();
+  for (const auto& r : p.readiness) {
+    w.StartObject();
+    w.Key("kind"); w.String(ReadinessKindName(r.kind));
+    w.Key("url"); WriteString(w, r.url);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+template <class Writer>
+void WriteHostMemory(Writer& w, const PlannedHostMemory& h) {
+  w.StartObject();
+  w.Key("name"); WriteString(w, h.name);
+  w.Key("per"); w.String(PerName(h.per));
+  w.Key("bytes_each"); w.Uint64(h.bytes_each);
+  w.Key("count"); w.Int64(h.count);
+  w.Key("total_bytes"); w.Uint64(h.total_bytes);
+  w.EndObject();
+}
+
+template <class Writer>
+void WritePlan(Writer& w, const LaunchPlan& plan) {
+  w.StartObject();
+  w.Key("recipe"); WriteString(w, plan.recipe);
+  w.Key("arm"); WriteString(w, plan.arm);
   w.Key("conc"); w.Int64(plan.conc);
   w.Key("eval_only"); w.Bool(plan.eval_only);
   w.Key("gpus"); w.Int64(plan.gpus);
@@ -48,70 +110,17 @@ void WritePlan(Writer& w, const LaunchPlan& plan) {
   w.Key("worker_numa_flags"); w.Bool(plan.worker_numa_flags);
   w.Key("ranks");
   w.StartArray();
-  for (const auto& r : plan.ranks) {
-    w.StartObject();
-    w.Key("rank"); w.Int64(r.rank);
-    w.Key("gpus");
-    w.StartArray();
-    for (int64_t g : r.gpus) w.Int64(g);
-    w.EndArray();
-    if (!r.ports.empty()) {
-      w.Key("ports");
-      w.StartObject();
-      for (const auto& [k, v] : r.ports) {
-        w.Key(k.c_str());
-        w.Int(v);
-      }
-      w.EndObject();
-    }
-    w.EndObject();
-  }
+  for (const auto& r : plan.ranks) WriteRank(w, r);
   w.EndArray();
-  w.Key("ports");
-  w.StartObject();
-  for (const auto& [k, v] : plan.ports) {
-    w.Key(k.c_str());
-    w.Int(v);
-  }
-  w.EndObject();
+  w.Key("ports"); WritePorts(w, plan.ports);
   w.Key("processes");
   w.StartArray();
-  for (const auto& p : plan.processes) {
-    w.StartObject();
-    w.Key("name"); str(p.name);
-    w.Key("log"); str(p.log);
-    if (p.rank >= 0) {
-      w.Key("rank"); w.Int64(p.rank);
-    }
-    w.Key("argv");
-    w.StartArray();
-    for (const auto& a : p.argv) str(a);
-    w.EndArray();
-    w.Key("env"); WriteEnv(w, p.env);
-    w.Key("readiness");
-    w.StartArray();
-    for (const auto& r : p.readiness) {
-      w.StartObject();
-      w.Key("kind"); w.String(ReadinessKindName(r.kind));
-      w.Key("url"); str(r.url);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-  }
+  for (const auto& p : plan.processes) WriteProcess(w, p);
   w.EndArray();
   w.Key("client_env"); WriteEnv(w, plan.client_env);
   w.Key("host_memory");
   w.StartArray();
-  for (const auto& h : plan.host_memory) {
-    w.StartObject();
-    w.Key("name"); str(h.name);
-    w.Key("per"); w.String(PerName(h.per));
-    w.Key("bytes_each"); w.Uint64(h.bytes_each);
-    w.Key("count"); w.Int64(h.count);
-    w.Key("total_bytes"); w.Uint64(h.total_bytes);
-    w.EndObject();
-  }
+  for (const auto& h : plan.host_memory) WriteHostMemory(w, h);
   w.EndArray();
   w.Key("variables"); WriteEnv(w, plan.variables);
   w.EndObject();
@@ -214,6 +223,67 @@ class PlanReader {
     throw std::runtime_error(where_ + ": field '" + path + "' " + what);
   }
 
+  PlannedRank Rank(const rapidjson::Value& v, const std::string& path) {
+    PlannedRank rank;
+    rank.rank = Int(v, "rank", path);
+    for (const auto& g : Array(v, "gpus", path).GetArray()) {
+      if (!g.IsInt64()) Fail(path + ".gpus", "holds a non-integer");
+      rank.gpus.push_back(g.GetInt64());
+    }
+    if (v.HasMember("ports")) rank.ports = Ports(v["ports"], path + ".ports");
+    return rank;
+  }
+
+  PlannedProcess Process(const rapidjson::Value& p, const std::string& path) {
+    PlannedProcess out;
+    out.name = Str(p, "name", path);
+    out.log = Str(p, "log", path);
+    if (out.log.empty() || out.log.find('/') != std::string::npos || out.log == "." || out.log == "..") {
+      Fail(path + ".log", "is not a plain file name");
+    }
+    if (p.HasMember("rank")) out.rank = Int(p, "rank", path);
+    for (const auto& a : Array(p, "argv", path).GetArray()) {
+      if (!a.IsString()) Fail(path + ".argv", "holds a non-string");
+      out.argv.emplace_back(a.GetString(), a.GetStringLength());
+    }
+    if (out.argv.empty()) Fail(path + ".argv", "is empty");
+    out.env = Env(p, "env", path);
+    const rapidjson::Value& checks = Array(p, "readiness", path);
+    for (rapidjson::SizeType j = 0; j < checks.Size(); ++j) {
+      const std::string cp = path + ".readiness[" + std::to_string(j) + "]";
+      const std::string kind = Str(checks[j], "kind", cp);
+      if (kind != "http_ok" && kind != "models_nonempty") Fail(cp + ".kind", "is not http_ok or models_nonempty");
+      out.readiness.push_back(ReadinessCheck{
+          kind == "http_ok" ? ReadinessTemplate::Kind::kHttpOk : ReadinessTemplate::Kind::kModelsNonEmpty,
+          Str(checks[j], "url", cp)});
+    }
+    return out;
+  }
+
+  PlannedHostMemory HostMemory(const rapidjson::Value& v, const std::string& path) {
+    PlannedHostMemory h;
+    h.name = Str(v, "name", path);
+    const std::string per = Str(v, "per", path);
+    h.per = per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
+            : per == "gpu"   ? HostMemoryNeed::Per::kGpu
+                             : HostMemoryNeed::Per::kStep;
+    h.bytes_each = Uint(v, "bytes_each", path);
+    h.count = Int(v, "count", path);
+    h.total_bytes = Uint(v, "total_bytes", path);
+    return h;
+  }
+
+  // Each element of the array `key` of `o`, read by `read` as "key[i]".
+  template <class T, class Read>
+  std::vector<T> List(const rapidjson::Value& o, const char* key, Read read) {
+    const rapidjson::Value& list = Array(o, key, "plan");
+    std::vector<T> out;
+    for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
+      out.push_back((this->*read)(list[i], std::string(key) + "[" + std::to_string(i) + "]"));
+    }
+    return out;
+  }
+
  private:
   std::string where_;
 };
@@ -242,63 +312,11 @@ Result<LaunchPlan> PlanFromJson(const std::string& text, const std::string& wher
     if (layout != "engine" && layout != "rank-process") r.Fail("dp_layout", "is not engine or rank-process");
     plan.dp_layout = layout == "engine" ? DpLayout::kEngine : DpLayout::kRankProcess;
     plan.worker_numa_flags = r.Bool(d, "worker_numa_flags", top);
-    const rapidjson::Value& ranks = r.Array(d, "ranks", top);
-    for (rapidjson::SizeType i = 0; i < ranks.Size(); ++i) {
-      const std::string path = "ranks[" + std::to_string(i) + "]";
-      PlannedRank rank;
-      rank.rank = r.Int(ranks[i], "rank", path);
-      const rapidjson::Value& gpus = r.Array(ranks[i], "gpus", path);
-      for (const auto& g : gpus.GetArray()) {
-        if (!g.IsInt64()) r.Fail(path + ".gpus", "holds a non-integer");
-        rank.gpus.push_back(g.GetInt64());
-      }
-      if (ranks[i].HasMember("ports")) rank.ports = r.Ports(ranks[i]["ports"], path + ".ports");
-      plan.ranks.push_back(std::move(rank));
-    }
+    plan.ranks = r.List<PlannedRank>(d, "ranks", &PlanReader::Rank);
     plan.ports = r.Ports(r.Member(d, "ports", top), "ports");
-    const rapidjson::Value& procs = r.Array(d, "processes", top);
-    for (rapidjson::SizeType i = 0; i < procs.Size(); ++i) {
-      const std::string path = "processes[" + std::to_string(i) + "]";
-      const rapidjson::Value& p = procs[i];
-      PlannedProcess out;
-      out.name = r.Str(p, "name", path);
-      out.log = r.Str(p, "log", path);
-      if (out.log.empty() || out.log.find('/') != std::string::npos || out.log == "." || out.log == "..") {
-        r.Fail(path + ".log", "is not a plain file name");
-      }
-      if (p.HasMember("rank")) out.rank = r.Int(p, "rank", path);
-      for (const auto& a : r.Array(p, "argv", path).GetArray()) {
-        if (!a.IsString()) r.Fail(path + ".argv", "holds a non-string");
-        out.argv.emplace_back(a.GetString(), a.GetStringLength());
-      }
-      if (out.argv.empty()) r.Fail(path + ".argv", "is empty");
-      out.env = r.Env(p, "env", path);
-      const rapidjson::Value& checks = r.Array(p, "readiness", path);
-      for (rapidjson::SizeType j = 0; j < checks.Size(); ++j) {
-        const std::string cp = path + ".readiness[" + std::to_string(j) + "]";
-        const std::string kind = r.Str(checks[j], "kind", cp);
-        if (kind != "http_ok" && kind != "models_nonempty") r.Fail(cp + ".kind", "is not http_ok or models_nonempty");
-        out.readiness.push_back(ReadinessCheck{kind == "http_ok" ? ReadinessTemplate::Kind::kHttpOk
-                                                                 : ReadinessTemplate::Kind::kModelsNonEmpty,
-                                               r.Str(checks[j], "url", cp)});
-      }
-      plan.processes.push_back(std::move(out));
-    }
+    plan.processes = r.List<PlannedProcess>(d, "processes", &PlanReader::Process);
     plan.client_env = r.Env(d, "client_env", top);
-    const rapidjson::Value& mem = r.Array(d, "host_memory", top);
-    for (rapidjson::SizeType i = 0; i < mem.Size(); ++i) {
-      const std::string path = "host_memory[" + std::to_string(i) + "]";
-      PlannedHostMemory h;
-      h.name = r.Str(mem[i], "name", path);
-      const std::string per = r.Str(mem[i], "per", path);
-      h.per = per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
-              : per == "gpu"   ? HostMemoryNeed::Per::kGpu
-                               : HostMemoryNeed::Per::kStep;
-      h.bytes_each = r.Uint(mem[i], "bytes_each", path);
-      h.count = r.Int(mem[i], "count", path);
-      h.total_bytes = r.Uint(mem[i], "total_bytes", path);
-      plan.host_memory.push_back(std::move(h));
-    }
+    plan.host_memory = r.List<PlannedHostMemory>(d, "host_memory", &PlanReader::HostMemory);
     plan.variables = r.Env(d, "variables", top);
   } catch (const std::runtime_error& e) {
     return Error{e.what()};

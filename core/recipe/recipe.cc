@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <functional>
-#include <map>
 #include <set>
 
+#include "core/recipe/recipe_check.h"
 #include "core/yaml/yaml_reader.h"
 
 namespace ix {
@@ -77,14 +76,10 @@ class Loader {
     const uint32_t arms = r_.Required(root, "", "arms");
     r_.RequireMap(arms, "arms");
     if (r_.Size(arms) == 0) r_.Fail(arms, "arms", "at least one arm is required");
-    std::set<std::string> arm_names;
-    const std::vector<uint32_t>& items = r_.node(arms).items;
-    for (size_t k = 0; k + 1 < items.size(); k += 2) {
-      const std::string arm_name = r_.String(items[k], "arms");
-      if (!arm_names.insert(arm_name).second) r_.Fail(items[k], Child("arms", arm_name), "given twice");
-      recipe.arms.push_back(LoadArm(arm_name, items[k], items[k + 1]));
-    }
-    for (const Arm& arm : recipe.arms) Validate(recipe, arm);
+    ForEachEntry(arms, "arms", [&](const std::string& arm_name, uint32_t key, uint32_t value) {
+      recipe.arms.push_back(LoadArm(arm_name, key, value));
+    });
+    for (const Arm& arm : recipe.arms) CheckArm(recipe, arm);
     return recipe;
   }
 
@@ -98,19 +93,32 @@ class Loader {
     return LocatedTemplate{std::move(t).value(), SourceRef{r_.Where(node), field}};
   }
 
-  void LoadVariables(uint32_t vars, Recipe& recipe) {
-    r_.RequireMap(vars, "variables");
+  // Calls fn(name, key, value) for each entry of map `map` at `field`, in
+  // written order, after checking that no earlier key has the same text
+  // (`8000` and "8000" are two YAML keys but one name here).
+  template <class Fn>
+  void ForEachEntry(uint32_t map, const std::string& field, Fn&& fn) {
+    r_.RequireMap(map, field);
     std::set<std::string> seen;
-    const std::vector<uint32_t>& items = r_.node(vars).items;
+    const std::vector<uint32_t>& items = r_.node(map).items;
     for (size_t k = 0; k + 1 < items.size(); k += 2) {
-      const uint32_t key = items[k], def = items[k + 1];
+      const std::string name = r_.String(items[k], field);
+      if (!seen.insert(name).second) r_.Fail(items[k], Child(field, name), "given twice");
+      fn(name, items[k], items[k + 1]);
+    }
+  }
+
+  // Variable and port names: upper-case letters, digits and '_'.
+  void RequireUpperName(uint32_t node, const std::string& field, const std::string& name, const char* what) {
+    if (!IsUpperName(name)) r_.Fail(node, field, std::string(what) + " names are upper-case letters, digits and '_'");
+  }
+
+  void LoadVariables(uint32_t vars, Recipe& recipe) {
+    ForEachEntry(vars, "variables", [&](const std::string& name, uint32_t key, uint32_t def) {
       RecipeVariable v;
-      v.name = r_.String(key, "variables");
+      v.name = name;
       const std::string field = Child("variables", v.name);
-      if (!IsUpperName(v.name)) {
-        r_.Fail(key, field, "variable names are upper-case letters, digits and '_'");
-      }
-      if (!seen.insert(v.name).second) r_.Fail(key, field, "given twice");
+      RequireUpperName(key, field, v.name, "variable");
       if (r_.IsMap(def)) {
         r_.CheckKeys(def, field, {"value", "eval_only", "doc"});
         v.value = r_.String(r_.Required(def, field, "value"), Child(field, "value"));
@@ -124,7 +132,7 @@ class Loader {
         v.value = r_.String(def, field);
       }
       recipe.variables.push_back(std::move(v));
-    }
+    });
   }
 
   CaptureRule LoadCapture(uint32_t node) {
@@ -133,9 +141,7 @@ class Loader {
     CaptureRule c;
     const uint32_t var = r_.Required(node, field, "variable");
     c.variable = r_.String(var, Child(field, "variable"));
-    if (!IsUpperName(c.variable)) {
-      r_.Fail(var, Child(field, "variable"), "variable names are upper-case letters, digits and '_'");
-    }
+    RequireUpperName(var, Child(field, "variable"), c.variable, "variable");
     c.tokens_per_request = r_.PositiveInt(r_.Required(node, field, "tokens_per_request"),
                                           Child(field, "tokens_per_request"));
     c.max = r_.PositiveInt(r_.Required(node, field, "max"), Child(field, "max"));
@@ -163,17 +169,12 @@ class Loader {
   }
 
   std::vector<EnvTemplate> LoadEnv(uint32_t map, const std::string& field) {
-    r_.RequireMap(map, field);
     std::vector<EnvTemplate> env;
-    std::set<std::string> seen;
-    const std::vector<uint32_t>& items = r_.node(map).items;
-    for (size_t k = 0; k + 1 < items.size(); k += 2) {
-      const std::string name = r_.String(items[k], field);
+    ForEachEntry(map, field, [&](const std::string& name, uint32_t key, uint32_t value) {
       const std::string f = Child(field, name);
-      if (!IsUpperName(name) && !IsLowerName(name)) r_.Fail(items[k], f, "not an environment variable name");
-      if (!seen.insert(name).second) r_.Fail(items[k], f, "given twice");
-      env.push_back(EnvTemplate{name, Tmpl(items[k + 1], f)});
-    }
+      if (!IsUpperName(name) && !IsLowerName(name)) r_.Fail(key, f, "not an environment variable name");
+      env.push_back(EnvTemplate{name, Tmpl(value, f)});
+    });
     return env;
   }
 
@@ -227,10 +228,23 @@ class Loader {
       p.log = r_.String(log, Child(field, "log"));
       if (!IsLowerName(p.log)) r_.Fail(log, Child(field, "log"), "must be a plain file name");
     }
-    const std::string argv_field = Child(field, "argv");
-    const uint32_t argv = r_.Required(node, field, "argv");
+    p.argv = LoadArgv(r_.Required(node, field, "argv"), Child(field, "argv"));
+    if (const uint32_t env = r_.Find(node, "env"); env != kNone) p.env = LoadEnv(env, Child(field, "env"));
+    if (const uint32_t nf = r_.Find(node, "numa_flags"); nf != kNone) {
+      p.numa_flags = LoadListArgs(nf, Child(field, "numa_flags"), true);
+    }
+    if (const uint32_t list = r_.Find(node, "readiness"); list != kNone) {
+      p.readiness = LoadReadiness(list, Child(field, "readiness"));
+    }
+    return p;
+  }
+
+  // The program and its arguments: strings, {splice: FRAGMENT} and
+  // {when: VARIABLE, args: [...]}; the first a plain string.
+  std::vector<ArgTemplate> LoadArgv(uint32_t argv, const std::string& argv_field) {
     r_.RequireSequence(argv, argv_field);
     if (r_.Size(argv) == 0) r_.Fail(argv, argv_field, "must name the program to run");
+    std::vector<ArgTemplate> out;
     for (size_t i = 0; i < r_.Size(argv); ++i) {
       const std::string f = Index(argv_field, i);
       const uint32_t item = r_.Item(argv, i);
@@ -255,29 +269,44 @@ class Loader {
       if (i == 0 && a.kind != ArgTemplate::Kind::kText) {
         r_.Fail(item, f, "the first argument is the program and must be a plain string");
       }
-      p.argv.push_back(std::move(a));
+      out.push_back(std::move(a));
     }
-    if (const uint32_t env = r_.Find(node, "env"); env != kNone) p.env = LoadEnv(env, Child(field, "env"));
-    if (const uint32_t nf = r_.Find(node, "numa_flags"); nf != kNone) {
-      p.numa_flags = LoadListArgs(nf, Child(field, "numa_flags"), true);
+    return out;
+  }
+
+  // Readiness checks: each {http_ok: URL} or {models_nonempty: URL}.
+  std::vector<ReadinessTemplate> LoadReadiness(uint32_t list, const std::string& rf) {
+    r_.RequireSequence(list, rf);
+    std::vector<ReadinessTemplate> out;
+    for (size_t i = 0; i < r_.Size(list); ++i) {
+      const std::string f = Index(rf, i);
+      const uint32_t item = r_.Item(list, i);
+      r_.CheckKeys(item, f, {"http_ok", "models_nonempty"});
+      if (r_.Size(item) != 1) r_.Fail(item, f, "give exactly one of http_ok, models_nonempty");
+      const uint32_t http_ok = r_.Find(item, "http_ok");
+      const bool ok = http_ok != kNone;
+      const uint32_t url = ok ? http_ok : r_.Find(item, "models_nonempty");
+      out.push_back(ReadinessTemplate{ok ? ReadinessTemplate::Kind::kHttpOk : ReadinessTemplate::Kind::kModelsNonEmpty,
+                                      Tmpl(url, Child(f, ok ? "http_ok" : "models_nonempty"))});
     }
-    if (const uint32_t list = r_.Find(node, "readiness"); list != kNone) {
-      const std::string rf = Child(field, "readiness");
-      r_.RequireSequence(list, rf);
-      for (size_t i = 0; i < r_.Size(list); ++i) {
-        const std::string f = Index(rf, i);
-        const uint32_t item = r_.Item(list, i);
-        r_.CheckKeys(item, f, {"http_ok", "models_nonempty"});
-        if (r_.Size(item) != 1) r_.Fail(item, f, "give exactly one of http_ok, models_nonempty");
-        const uint32_t http_ok = r_.Find(item, "http_ok");
-        const bool ok = http_ok != kNone;
-        const uint32_t url = ok ? http_ok : r_.Find(item, "models_nonempty");
-        p.readiness.push_back(ReadinessTemplate{
-            ok ? ReadinessTemplate::Kind::kHttpOk : ReadinessTemplate::Kind::kModelsNonEmpty,
-            Tmpl(url, Child(f, ok ? "http_ok" : "models_nonempty"))});
+    return out;
+  }
+
+  // Port names of `list` at `field`, appended to `into` (arm.ports or
+  // arm.rank_ports); a name the arm already has in either fails.
+  void LoadPorts(uint32_t list, const std::string& field, const Arm& arm, std::vector<std::string>& into) {
+    r_.RequireSequence(list, field);
+    for (size_t i = 0; i < r_.Size(list); ++i) {
+      const std::string f = Index(field, i);
+      const uint32_t item = r_.Item(list, i);
+      const std::string& p = r_.String(item, f);
+      RequireUpperName(item, f, p, "port");
+      if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end() ||
+          std::find(arm.rank_ports.begin(), arm.rank_ports.end(), p) != arm.rank_ports.end()) {
+        r_.Fail(item, f, "port '" + p + "' given twice");
       }
+      into.push_back(p);
     }
-    return p;
   }
 
   Arm LoadArm(const std::string& name, uint32_t key, uint32_t node) {
@@ -311,203 +340,31 @@ class Loader {
     if (const uint32_t m = r_.Find(node, "cudagraph_batch_multiplier"); m != kNone) {
       arm.capture_batch_multiplier = r_.PositiveInt(m, Child(field, "cudagraph_batch_multiplier"));
     }
-    const uint32_t ports = r_.Required(node, field, "ports");
-    r_.RequireSequence(ports, Child(field, "ports"));
-    for (size_t i = 0; i < r_.Size(ports); ++i) {
-      const std::string f = Index(Child(field, "ports"), i);
-      const uint32_t item = r_.Item(ports, i);
-      const std::string& p = r_.String(item, f);
-      if (!IsUpperName(p)) r_.Fail(item, f, "port names are upper-case letters, digits and '_'");
-      if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end()) {
-        r_.Fail(item, f, "port '" + p + "' given twice");
-      }
-      arm.ports.push_back(p);
-    }
+    LoadPorts(r_.Required(node, field, "ports"), Child(field, "ports"), arm, arm.ports);
     if (const uint32_t rank_ports = r_.Find(node, "rank_ports"); rank_ports != kNone) {
       const std::string rf = Child(field, "rank_ports");
       if (arm.dp_layout != DpLayout::kRankProcess) {
         r_.Fail(rank_ports, rf, "rank ports need dp_layout: rank-process (one engine process per rank)");
       }
-      r_.RequireSequence(rank_ports, rf);
-      for (size_t i = 0; i < r_.Size(rank_ports); ++i) {
-        const uint32_t item = r_.Item(rank_ports, i);
-        const std::string f = Index(rf, i);
-        const std::string& p = r_.String(item, f);
-        if (!IsUpperName(p)) r_.Fail(item, f, "port names are upper-case letters, digits and '_'");
-        if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end() ||
-            std::find(arm.rank_ports.begin(), arm.rank_ports.end(), p) != arm.rank_ports.end()) {
-          r_.Fail(item, f, "port '" + p + "' given twice");
-        }
-        arm.rank_ports.push_back(p);
-      }
+      LoadPorts(rank_ports, rf, arm, arm.rank_ports);
     }
     if (const uint32_t vars = r_.Find(node, "vars"); vars != kNone) {
       const std::string vf = Child(field, "vars");
-      r_.RequireMap(vars, vf);
-      std::set<std::string> seen;
-      const std::vector<uint32_t>& items = r_.node(vars).items;
-      for (size_t k = 0; k + 1 < items.size(); k += 2) {
-        const std::string v = r_.String(items[k], vf);
-        if (!IsUpperName(v)) r_.Fail(items[k], Child(vf, v), "variable names are upper-case letters, digits and '_'");
-        if (!seen.insert(v).second) r_.Fail(items[k], Child(vf, v), "given twice");
-        arm.vars.emplace_back(v, Tmpl(items[k + 1], Child(vf, v)));
-      }
+      ForEachEntry(vars, vf, [&](const std::string& v, uint32_t var_key, uint32_t value) {
+        RequireUpperName(var_key, Child(vf, v), v, "variable");
+        arm.vars.emplace_back(v, Tmpl(value, Child(vf, v)));
+      });
     }
     if (const uint32_t fragments = r_.Find(node, "fragments"); fragments != kNone) {
       const std::string ff = Child(field, "fragments");
-      r_.RequireMap(fragments, ff);
-      std::set<std::string> seen;
-      const std::vector<uint32_t>& items = r_.node(fragments).items;
-      for (size_t k = 0; k + 1 < items.size(); k += 2) {
-        const std::string f = r_.String(items[k], ff);
-        if (!seen.insert(f).second) r_.Fail(items[k], Child(ff, f), "given twice");
-        arm.fragments.emplace_back(f, r_.IsNull(items[k + 1]) ? std::vector<ListArg>{}
-                                                              : LoadListArgs(items[k + 1], Child(ff, f), false));
-      }
+      ForEachEntry(fragments, ff, [&](const std::string& f, uint32_t, uint32_t value) {
+        arm.fragments.emplace_back(f, r_.IsNull(value) ? std::vector<ListArg>{}
+                                                       : LoadListArgs(value, Child(ff, f), false));
+      });
     }
     if (const uint32_t e = r_.Find(node, "engine_env"); e != kNone) arm.engine_env = LoadEnv(e, Child(field, "engine_env"));
     if (const uint32_t e = r_.Find(node, "client_env"); e != kNone) arm.client_env = LoadEnv(e, Child(field, "client_env"));
     return arm;
-  }
-
-  // Checks that everything `arm` renders refers only to names it has.
-  void Validate(const Recipe& recipe, const Arm& arm) {
-    const std::string field = Child("arms", arm.name);
-    // Every name, with what declared it, so collisions can be explained.
-    std::map<std::string, std::string> scope;
-    auto declare = [&](const std::string& name, const std::string& what) {
-      auto [it, inserted] = scope.emplace(name, what);
-      if (!inserted) {
-        throw YamlError(arm.where + ": arm '" + arm.name + "': '" + name + "' is both " +
-                        it->second + " and " + what + "; names must be unique");
-      }
-    };
-    for (const auto& b : BuiltinVariables()) declare(b, "a builtin variable");
-    for (const auto& v : recipe.variables) declare(v.name, "a recipe variable");
-    if (recipe.capture) declare(recipe.capture->variable, "the cudagraph_capture variable");
-    for (const auto& p : arm.ports) declare(p, "a port of the arm");
-    for (const auto& p : arm.rank_ports) declare(p, "a rank port of the arm");
-    for (const auto& [v, t] : arm.vars) declare(v, "an arm variable");
-    for (const auto& g : PerGpuVariables()) declare(g, "a per_gpu variable");
-
-    std::vector<std::string> known;
-    for (const auto& [n, what] : scope) known.push_back(n);
-    // Where a template is rendered: DP_RANK has a value only per rank, the
-    // per-GPU names only per GPU.
-    struct Context {
-      bool rank = false;
-      bool gpu = false;
-    };
-    const bool rank_engine = arm.dp_layout == DpLayout::kRankProcess;
-    auto check = [&](const LocatedTemplate& t, Context c) {
-      for (const auto& v : t.tmpl.Variables()) {
-        if (!scope.count(v)) {
-          throw YamlError(t.ref.Describe() + ": unknown variable ${" + v + "} in arm '" + arm.name +
-                          "'; declared: " + JoinNames(known));
-        }
-        if (v == "DP_RANK" && !c.rank) {
-          throw YamlError(t.ref.Describe() + ": ${DP_RANK} in arm '" + arm.name + "' has no value here; it is "
-                          "set only in the engine of a dp_layout: rank-process arm and in {per_rank: ...} items");
-        }
-        if (!c.gpu && std::find(PerGpuVariables().begin(), PerGpuVariables().end(), v) != PerGpuVariables().end()) {
-          throw YamlError(t.ref.Describe() + ": ${" + v + "} has a value only in {per_gpu: ...} items of engine.numa_flags");
-        }
-      }
-    };
-    auto check_list = [&](const std::vector<ListArg>& list, Context c) {
-      for (const ListArg& a : list) {
-        Context ac = c;
-        if (a.kind == ListArg::Kind::kPerRank) ac.rank = true;
-        if (a.kind == ListArg::Kind::kPerGpu) ac.gpu = true;
-        check(a.text, ac);
-      }
-    };
-    auto check_env = [&](const std::vector<EnvTemplate>& env, Context c) {
-      for (const auto& e : env) check(e.value, c);
-    };
-    auto fragment = [&](const std::string& name) -> const std::vector<ListArg>* {
-      for (const auto& [n, f] : arm.fragments) {
-        if (n == name) return &f;
-      }
-      return nullptr;
-    };
-    std::set<std::string> spliced;
-    auto check_process = [&](const ProcessTemplate& p, Context c) {
-      for (const ArgTemplate& a : p.argv) {
-        switch (a.kind) {
-          case ArgTemplate::Kind::kText:
-            check(a.text, c);
-            break;
-          case ArgTemplate::Kind::kSplice: {
-            const auto* f = fragment(a.fragment);
-            if (!f) {
-              throw YamlError(a.ref.Describe() + ": arm '" + arm.name + "' defines no fragment '" +
-                              a.fragment + "'; add " + field + ".fragments." + a.fragment +
-                              " (an empty list is fine)");
-            }
-            spliced.insert(a.fragment);
-            check_list(*f, c);
-            break;
-          }
-          case ArgTemplate::Kind::kWhen:
-            if (!recipe.FindVariable(a.when)) {
-              throw YamlError(a.ref.Describe() + ": 'when' names '" + a.when +
-                              "', which is not a recipe variable");
-            }
-            for (const auto& t : a.args) check(t, c);
-            break;
-        }
-      }
-      check_env(p.env, c);
-      for (const auto& r : p.readiness) check(r.url, c);
-      check_list(p.numa_flags, c);
-    };
-    check_process(recipe.engine, Context{rank_engine, false});
-    if (arm.router) {
-      if (!recipe.router) {
-        throw YamlError(arm.where + ": field '" + field + ".router': the arm uses a router but the "
-                        "recipe has no 'router' section");
-      }
-      check_process(*recipe.router, Context{});
-    }
-    for (const auto& [n, f] : arm.fragments) {
-      if (!spliced.count(n)) {
-        throw YamlError(arm.where + ": field '" + field + ".fragments." + n +
-                        "': fragment is never spliced into a command");
-      }
-    }
-    check_env(arm.engine_env, Context{rank_engine, false});
-    check_env(recipe.client_env, Context{});
-    check_env(arm.client_env, Context{});
-    for (const auto& [v, t] : arm.vars) check(t, Context{});
-
-    // Arm variables may reference each other; reject cycles now so that
-    // rendering can recurse without limits.
-    std::map<std::string, const Template*> vars;
-    for (const auto& [v, t] : arm.vars) vars[v] = &t.tmpl;
-    std::map<std::string, int> state;  // 1 = visiting, 2 = done
-    std::function<void(const std::string&, std::vector<std::string>&)> visit =
-        [&](const std::string& v, std::vector<std::string>& path) {
-          if (state[v] == 2) return;
-          path.push_back(v);
-          if (state[v] == 1) {
-            throw YamlError(arm.where + ": field '" + field + ".vars': variables refer to each other "
-                            "in a cycle: " + JoinNames(path, " -> "));
-          }
-          state[v] = 1;
-          for (const auto& ref : vars[v]->Variables()) {
-            if (vars.count(ref)) visit(ref, path);
-          }
-          state[v] = 2;
-          path.pop_back();
-        };
-    for (const auto& [v, t] : arm.vars) {
-      std::vector<std::string> path;
-      visit(v, path);
-    }
-    if (recipe.capture && arm.capture_batch_multiplier <= 0) {
-      throw YamlError(arm.where + ": cudagraph_batch_multiplier must be positive");
-    }
   }
 
   YamlReader r_;
