@@ -3,130 +3,33 @@
 // X-Session-ID, and writes a result JSON with the latency, time to first
 // token and serving data-parallel rank of every turn. Exits 1 when any
 // request failed, so a broken server fails the step.
-// Documentation: tests/fakes/README.md.
+// The command line is client_args.h, the result file client_result.h; this
+// file runs the sessions. Documentation: tests/fakes/README.md.
 #include <httplib.h>
 #include <rapidjson/document.h>
-#include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "client_args.h"
+#include "client_result.h"
 #include "fake_common.h"
 
 namespace {
 
-using ixfake::Arity;
 using ixfake::now_s;
 using ixfake::strprintf;
-
-const std::vector<ixfake::OptionSpec> kOptions = {
-    {"--sessions", Arity::kOne, "S"},        {"--turns", Arity::kOne, "T"},
-    {"--concurrency", Arity::kOne, "C"},     {"--endpoint", Arity::kOne, "URL"},
-    {"--model", Arity::kOne, "NAME"},        {"--max-tokens", Arity::kOne, "N"},
-    {"--timeout-s", Arity::kOne, "SECONDS"}, {"--session-prefix", Arity::kOne, "PREFIX"},
-    {"--out", Arity::kOne, "FILE"},          {"--no-stream", Arity::kNone, ""},
-    {"--keep-going", Arity::kNone, ""},      {"--help", Arity::kNone, ""},
-    {"-h", Arity::kNone, ""},
-};
-
-constexpr const char* kHelp =
-    "usage: ix-fake-client [--sessions S] [--turns T] [--concurrency C] [--endpoint URL]\n"
-    "                      [--model NAME] [--max-tokens N] [--timeout-s SECONDS]\n"
-    "                      [--session-prefix PREFIX] [--out FILE] [--no-stream] [--keep-going]\n"
-    "Runs S multi-turn chat sessions (T turns each, C sessions at a time) against\n"
-    "--endpoint, else $IX_ENDPOINT, else $AIPERF_SERVER_URL; writes --out, else\n"
-    "$IX_RESULT_DIR/result.json, else ./result.json. Exit 1 if a request failed.\n";
-
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "ix-fake-client: %s\n%s", message.c_str(), kHelp);
-  std::exit(2);
-}
-
-struct Config {
-  int sessions = 8;
-  int turns = 3;
-  int concurrency = 4;
-  bool stream = true;
-  bool keep_going = false;
-  int max_tokens = 16;
-  double timeout_s = 60;
-  std::string session_prefix = "sess-";
-  std::string endpoint;
-  ixfake::HttpUrl url;
-  std::string model;
-  std::string out;
-  bool aiperf_session_header_var = false;
-};
-
-int positive(const ixfake::StrictArgs& args, const char* name, int fallback) {
-  auto v = args.value(name);
-  if (!v) return fallback;
-  auto n = ixfake::parse_int(*v, 1, 1000000);
-  if (!n) usage_error(strprintf("%s: '%s' is not a positive integer", name, v->c_str()));
-  return static_cast<int>(*n);
-}
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
-}
-
-Config parse_config(int argc, char** argv) {
-  std::vector<std::string> raw(argv + 1, argv + argc);
-  ixfake::StrictArgs args = ixfake::parse_strict(raw, kOptions);
-  if (!args.ok()) usage_error(args.error.substr(args.error.rfind("error: ", 0) == 0 ? 7 : 0));
-  if (args.has("--help") || args.has("-h")) {
-    std::printf("%s", kHelp);
-    std::exit(0);
-  }
-  Config cfg;
-  cfg.sessions = positive(args, "--sessions", cfg.sessions);
-  cfg.turns = positive(args, "--turns", cfg.turns);
-  int conc_default = cfg.concurrency;
-  if (const char* c = std::getenv("IX_CONC"); c != nullptr && *c != '\0') {
-    auto n = ixfake::parse_int(c, 1, 1000000);
-    if (!n) usage_error(strprintf("IX_CONC='%s' is not a positive integer", c));
-    conc_default = static_cast<int>(*n);
-  }
-  cfg.concurrency = positive(args, "--concurrency", conc_default);
-  cfg.max_tokens = positive(args, "--max-tokens", cfg.max_tokens);
-  if (auto t = args.value("--timeout-s")) {
-    auto s = ixfake::parse_seconds(*t);
-    if (!s || *s <= 0) usage_error("--timeout-s: '" + *t + "' is not a positive number of seconds");
-    cfg.timeout_s = *s;
-  }
-  cfg.stream = !args.has("--no-stream");
-  cfg.keep_going = args.has("--keep-going");
-  if (auto p = args.value("--session-prefix")) cfg.session_prefix = *p;
-  cfg.endpoint = args.value("--endpoint").value_or(env_or("IX_ENDPOINT", env_or("AIPERF_SERVER_URL", "")));
-  if (cfg.endpoint.empty()) usage_error("no endpoint: pass --endpoint URL or set IX_ENDPOINT or AIPERF_SERVER_URL");
-  cfg.url = ixfake::parse_http_url(cfg.endpoint);
-  if (!cfg.url.ok()) usage_error("endpoint " + cfg.url.error);
-  // AIPerf's base URL may end in /v1; the client adds /v1/... itself.
-  if (cfg.url.base_path.size() >= 3 && cfg.url.base_path.compare(cfg.url.base_path.size() - 3, 3, "/v1") == 0) {
-    cfg.url.base_path.resize(cfg.url.base_path.size() - 3);
-  }
-  cfg.model = args.value("--model").value_or("");
-  if (auto o = args.value("--out")) {
-    cfg.out = *o;
-  } else {
-    std::string dir = env_or("IX_RESULT_DIR", "");
-    cfg.out = dir.empty() ? "result.json" : dir + "/result.json";
-  }
-  cfg.aiperf_session_header_var = env_or("AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID", "") == "1";
-  return cfg;
-}
+using namespace ixfake::client;
 
 std::unique_ptr<httplib::Client> make_client(const Config& cfg) {
   auto cli = std::make_unique<httplib::Client>(cfg.url.host, cfg.url.port);
@@ -139,17 +42,6 @@ std::unique_ptr<httplib::Client> make_client(const Config& cfg) {
   cli->set_tcp_nodelay(true);
   return cli;
 }
-
-struct Record {
-  std::string session;
-  int turn = 0;
-  double latency_ms = 0;
-  std::optional<double> ttft_ms;
-  std::optional<int> rank;
-  int status = 0;  // HTTP status; 0 when no response came
-  std::string error;
-  int completion_tokens = 0;
-};
 
 struct Message {
   std::string role;
@@ -345,143 +237,6 @@ std::string discover_model(const Config& cfg, std::string& error) {
     return {};
   }
   return d["data"][0]["id"].GetString();
-}
-
-// ------------------------------------------------------------------ result
-
-// What the result's summary says of the records. session_ranks holds -1 for
-// a successful turn whose rank is unknown.
-struct Summary {
-  int failed = 0;
-  const Record* first_failure = nullptr;
-  std::vector<double> latencies;
-  std::vector<double> ttfts;
-  std::set<int> ranks;
-  std::map<std::string, std::set<int>> session_ranks;
-
-  bool sessions_on_one_rank() const {
-    return !session_ranks.empty() && std::all_of(session_ranks.begin(), session_ranks.end(), [](const auto& kv) {
-      return kv.second.size() == 1 && *kv.second.begin() >= 0;
-    });
-  }
-};
-
-Summary summarize(const std::vector<Record>& records) {
-  Summary s;
-  for (const auto& r : records) {
-    if (!r.error.empty()) {
-      ++s.failed;
-      if (s.first_failure == nullptr) s.first_failure = &r;
-      continue;
-    }
-    s.latencies.push_back(r.latency_ms);
-    if (r.ttft_ms) s.ttfts.push_back(*r.ttft_ms);
-    if (r.rank) {
-      s.ranks.insert(*r.rank);
-      s.session_ranks[r.session].insert(*r.rank);
-    } else {
-      s.session_ranks[r.session].insert(-1);
-    }
-  }
-  return s;
-}
-
-using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
-
-// One "key": value member; an empty optional is null.
-void put(JsonWriter& w, const char* key, int v) {
-  w.Key(key);
-  w.Int(v);
-}
-void put(JsonWriter& w, const char* key, double v) {
-  w.Key(key);
-  w.Double(v);
-}
-void put(JsonWriter& w, const char* key, bool v) {
-  w.Key(key);
-  w.Bool(v);
-}
-void put(JsonWriter& w, const char* key, const std::string& v) {
-  w.Key(key);
-  w.String(v.c_str());
-}
-void put(JsonWriter& w, const char* key, const char* v) = delete;  // would be a bool
-template <class T>
-void put(JsonWriter& w, const char* key, const std::optional<T>& v) {
-  if (v) {
-    put(w, key, *v);
-  } else {
-    w.Key(key);
-    w.Null();
-  }
-}
-
-void write_record(JsonWriter& w, const Record& r) {
-  w.StartObject();
-  put(w, "session", r.session);
-  put(w, "turn", r.turn);
-  put(w, "latency_ms", r.latency_ms);
-  put(w, "ttft_ms", r.ttft_ms);
-  put(w, "rank", r.rank);
-  put(w, "status", r.status);
-  put(w, "completion_tokens", r.completion_tokens);
-  if (!r.error.empty()) put(w, "error", r.error);
-  w.EndObject();
-}
-
-void write_summary(JsonWriter& w, const Summary& s, std::size_t requests, double wall_s) {
-  w.Key("summary");
-  w.StartObject();
-  put(w, "requests", static_cast<int>(requests));
-  put(w, "failed", s.failed);
-  put(w, "p50_ms", ixfake::percentile(s.latencies, 50));
-  put(w, "p99_ms", ixfake::percentile(s.latencies, 99));
-  put(w, "ttft_p50_ms", ixfake::percentile(s.ttfts, 50));
-  put(w, "ttft_p99_ms", ixfake::percentile(s.ttfts, 99));
-  put(w, "wall_s", wall_s);
-  w.Key("ranks_used");
-  w.StartArray();
-  for (int r : s.ranks) w.Int(r);
-  w.EndArray();
-  w.Key("session_ranks");
-  w.StartObject();
-  for (const auto& [session, rs] : s.session_ranks) {
-    w.Key(session.c_str());
-    w.StartArray();
-    for (int r : rs) {
-      if (r >= 0) {
-        w.Int(r);
-      } else {
-        w.Null();
-      }
-    }
-    w.EndArray();
-  }
-  w.EndObject();
-  put(w, "sessions_on_one_rank", s.sessions_on_one_rank());
-  w.EndObject();
-}
-
-std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
-                        double wall_s) {
-  rapidjson::StringBuffer sb;
-  JsonWriter w(sb);
-  w.SetIndent(' ', 2);
-  w.StartObject();
-  put(w, "endpoint", cfg.endpoint);
-  put(w, "model", cfg.model);
-  put(w, "sessions", cfg.sessions);
-  put(w, "turns", cfg.turns);
-  put(w, "concurrency", cfg.concurrency);
-  put(w, "stream", cfg.stream);
-  put(w, "x_session_id_header", true);
-  w.Key("requests");
-  w.StartArray();
-  for (const auto& r : records) write_record(w, r);
-  w.EndArray();
-  write_summary(w, summary, records.size(), wall_s);
-  w.EndObject();
-  return std::string(sb.GetString()) + "\n";
 }
 
 // ---------------------------------------------------------------- sessions

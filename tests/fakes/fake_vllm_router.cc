@@ -3,267 +3,39 @@
 // consistent hash of X-Session-ID, adds X-data-parallel-rank when
 // --intra-node-data-parallel-size > 1, streams SSE responses through, and
 // serves /health on its port and Prometheus /metrics on --prometheus-port.
-// Documentation: tests/fakes/README.md.
+// The command line is router_args.h, the counters router_metrics.h; this
+// file is the proxy. Documentation: tests/fakes/README.md.
 #include <httplib.h>
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <pthread.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "fake_common.h"
 #include "growing_pool.h"
+#include "router_args.h"
+#include "router_metrics.h"
 
 namespace {
 
-using ixfake::Arity;
 using ixfake::logf;
 using ixfake::now_s;
 using ixfake::strprintf;
+using namespace ixfake::router;
 
-constexpr const char* kVersion = "0.1.14+fake";
 constexpr std::size_t kServerThreads = 128;
-
-const std::vector<std::string> kPolicies = {"random", "round_robin", "cache_aware", "power_of_two",
-                                            "consistent_hash"};
-
-const std::vector<ixfake::OptionSpec> kOptions = {
-    {"--worker-urls", Arity::kMany, "WORKER_URLS"},
-    {"--policy", Arity::kOne, "POLICY"},
-    {"--intra-node-data-parallel-size", Arity::kOne, "INTRA_NODE_DATA_PARALLEL_SIZE"},
-    {"--host", Arity::kOne, "HOST"},
-    {"--port", Arity::kOne, "PORT"},
-    {"--prometheus-host", Arity::kOne, "PROMETHEUS_HOST"},
-    {"--prometheus-port", Arity::kOne, "PROMETHEUS_PORT"},
-    {"--request-timeout-secs", Arity::kOne, "REQUEST_TIMEOUT_SECS"},
-    {"--disable-retries", Arity::kNone, ""},
-    {"--disable-circuit-breaker", Arity::kNone, ""},
-    {"--log-level", Arity::kOne, "LOG_LEVEL"},
-    {"--help", Arity::kNone, ""},
-    {"-h", Arity::kNone, ""},
-    {"--version", Arity::kNone, ""},
-    {"-V", Arity::kNone, ""},
-};
-
-constexpr const char* kUsageTail =
-    "\n\nUsage: vllm-router [OPTIONS]\n\nFor more information, try '--help'.\n";
-
-[[noreturn]] void clap_error(const std::string& message) {
-  std::fprintf(stderr, "%s%s", message.c_str(), kUsageTail);
-  std::exit(2);
-}
-
-void print_help() {
-  std::printf(
-      "vllm-router %s: fake vllm-router for tests (tests/fakes/README.md)\n\n"
-      "Usage: vllm-router [OPTIONS]\n\nOptions:\n"
-      "      --worker-urls <WORKER_URLS>...  worker base URLs (http://host:port)\n"
-      "      --policy <POLICY>               consistent_hash (the only policy of the fake)\n"
-      "      --intra-node-data-parallel-size <N>  data-parallel ranks per worker URL [default: 1]\n"
-      "      --host <HOST>                   [default: 127.0.0.1]\n"
-      "      --port <PORT>                   [default: 30000]\n"
-      "      --prometheus-host <HOST>        [default: 127.0.0.1]\n"
-      "      --prometheus-port <PORT>        [default: 29000]\n"
-      "      --request-timeout-secs <SECS>   [default: 1800]\n"
-      "      --disable-retries\n      --disable-circuit-breaker\n      --log-level <LEVEL>\n"
-      "  -h, --help\n  -V, --version\n",
-      kVersion);
-}
-
-struct Target {
-  std::string key;  // "http://host:port" or "http://host:port@rank"
-  ixfake::HttpUrl url;
-  std::optional<int> rank;
-};
-
-struct Config {
-  std::vector<Target> targets;
-  std::string host = "127.0.0.1";
-  int port = 30000;
-  std::string prometheus_host = "127.0.0.1";
-  int prometheus_port = 29000;
-  int request_timeout_s = 1800;
-  int intra_dp = 1;
-  double start_delay_s = 0;
-  std::optional<double> exit_after_s;
-};
-
-int int_option(const ixfake::StrictArgs& args, const char* name, const char* value_name, long long min, long long max,
-               int fallback) {
-  auto v = args.value(name);
-  if (!v) return fallback;
-  auto n = ixfake::parse_int(*v, min, max);
-  if (!n) {
-    clap_error(strprintf("error: invalid value '%s' for '%s <%s>': expected an integer in %lld..=%lld", v->c_str(),
-                         name, value_name, min, max));
-  }
-  return static_cast<int>(*n);
-}
-
-std::optional<double> env_seconds(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
-  auto s = ixfake::parse_seconds(v);
-  if (!s) {
-    std::fprintf(stderr, "vllm-router (fake): %s='%s': expected seconds (a number >= 0)\n", name, v);
-    std::exit(2);
-  }
-  return s;
-}
-
-Config parse_config(int argc, char** argv) {
-  std::vector<std::string> raw(argv + 1, argv + argc);
-  ixfake::StrictArgs args = ixfake::parse_strict(raw, kOptions);
-  if (!args.ok()) clap_error(args.error);
-  if (args.has("--help") || args.has("-h")) {
-    print_help();
-    std::exit(0);
-  }
-  if (args.has("--version") || args.has("-V")) {
-    std::printf("vllm-router %s\n", kVersion);
-    std::exit(0);
-  }
-  Config cfg;
-  if (auto p = args.value("--policy")) {
-    if (std::find(kPolicies.begin(), kPolicies.end(), *p) == kPolicies.end()) {
-      clap_error("error: invalid value '" + *p +
-                 "' for '--policy <POLICY>'\n  [possible values: random, round_robin, cache_aware, power_of_two, "
-                 "consistent_hash]");
-    }
-    if (*p != "consistent_hash") {
-      std::fprintf(stderr, "error: the fake vllm-router implements only --policy consistent_hash, not '%s'\n",
-                   p->c_str());
-      std::exit(2);
-    }
-  }
-  cfg.intra_dp = int_option(args, "--intra-node-data-parallel-size", "INTRA_NODE_DATA_PARALLEL_SIZE", 1, 1024, 1);
-  cfg.port = int_option(args, "--port", "PORT", 0, 65535, cfg.port);
-  cfg.prometheus_port = int_option(args, "--prometheus-port", "PROMETHEUS_PORT", 0, 65535, cfg.prometheus_port);
-  cfg.request_timeout_s = int_option(args, "--request-timeout-secs", "REQUEST_TIMEOUT_SECS", 1, 1LL << 30,
-                                     cfg.request_timeout_s);
-  if (auto h = args.value("--host")) cfg.host = *h;
-  if (auto h = args.value("--prometheus-host")) cfg.prometheus_host = *h;
-  for (const auto& u : args.values("--worker-urls")) {
-    ixfake::HttpUrl url = ixfake::parse_http_url(u);
-    if (!url.ok()) clap_error("error: invalid value for '--worker-urls <WORKER_URLS>...': " + url.error);
-    std::string base = u;
-    while (!base.empty() && base.back() == '/') base.pop_back();
-    // The real router expands a worker into ranks only when the size is > 1.
-    if (cfg.intra_dp > 1) {
-      for (int r = 0; r < cfg.intra_dp; ++r) cfg.targets.push_back({base + "@" + std::to_string(r), url, r});
-    } else {
-      cfg.targets.push_back({base, url, std::nullopt});
-    }
-  }
-  cfg.start_delay_s = env_seconds("FAKE_ROUTER_START_DELAY_S").value_or(0);
-  cfg.exit_after_s = env_seconds("FAKE_ROUTER_EXIT_AFTER_S");
-  return cfg;
-}
-
-// ------------------------------------------------------------------ metrics
-
-class Metrics {
- public:
-  void request(const std::string& route) {
-    std::lock_guard<std::mutex> lock(m_);
-    ++requests_[route];
-  }
-  void routed(const std::string& worker) {
-    std::lock_guard<std::mutex> lock(m_);
-    ++processed_[worker];
-  }
-  void error(const std::string& route, const std::string& type) {
-    std::lock_guard<std::mutex> lock(m_);
-    ++errors_[{route, type}];
-  }
-  void duration(const std::string& route, double seconds) {
-    std::lock_guard<std::mutex> lock(m_);
-    auto& h = durations_[route];
-    if (h.counts.empty()) h.counts.assign(bounds().size(), 0);
-    for (std::size_t i = 0; i < bounds().size(); ++i) {
-      if (seconds <= bounds()[i]) ++h.counts[i];
-    }
-    h.sum += seconds;
-    ++h.count;
-  }
-
-  std::string render(const std::vector<Target>& targets) {
-    std::lock_guard<std::mutex> lock(m_);
-    using ixfake::prom_escape;
-    std::string out;
-    out += "# HELP vllm_router_requests_total Total number of requests by route\n";
-    out += "# TYPE vllm_router_requests_total counter\n";
-    for (const auto& [route, n] : requests_) {
-      out += strprintf("vllm_router_requests_total{route=\"%s\"} %llu\n", prom_escape(route).c_str(), n);
-    }
-    out += "# HELP vllm_router_processed_requests_total Requests sent to each worker\n";
-    out += "# TYPE vllm_router_processed_requests_total counter\n";
-    for (const auto& [worker, n] : processed_) {
-      out += strprintf("vllm_router_processed_requests_total{worker=\"%s\"} %llu\n", prom_escape(worker).c_str(), n);
-    }
-    out += "# HELP vllm_router_policy_decisions_total Routing decisions by policy and worker\n";
-    out += "# TYPE vllm_router_policy_decisions_total counter\n";
-    for (const auto& [worker, n] : processed_) {
-      out += strprintf("vllm_router_policy_decisions_total{policy=\"consistent_hash\",worker=\"%s\"} %llu\n",
-                       prom_escape(worker).c_str(), n);
-    }
-    out += "# HELP vllm_router_request_errors_total Request errors by route and type\n";
-    out += "# TYPE vllm_router_request_errors_total counter\n";
-    for (const auto& [key, n] : errors_) {
-      out += strprintf("vllm_router_request_errors_total{route=\"%s\",error_type=\"%s\"} %llu\n",
-                       prom_escape(key.first).c_str(), prom_escape(key.second).c_str(), n);
-    }
-    out += "# HELP vllm_router_active_workers Number of active workers (worker, rank targets)\n";
-    out += "# TYPE vllm_router_active_workers gauge\n";
-    out += strprintf("vllm_router_active_workers %zu\n", targets.size());
-    out += "# HELP vllm_router_request_duration_seconds Request duration by route\n";
-    out += "# TYPE vllm_router_request_duration_seconds histogram\n";
-    for (const auto& [route, h] : durations_) {
-      std::string r = prom_escape(route);
-      for (std::size_t i = 0; i < bounds().size(); ++i) {
-        out += strprintf("vllm_router_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n", r.c_str(),
-                         bounds()[i], h.counts[i]);
-      }
-      out += strprintf("vllm_router_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n", r.c_str(),
-                       h.count);
-      out += strprintf("vllm_router_request_duration_seconds_sum{route=\"%s\"} %.6f\n", r.c_str(), h.sum);
-      out += strprintf("vllm_router_request_duration_seconds_count{route=\"%s\"} %llu\n", r.c_str(), h.count);
-    }
-    return out;
-  }
-
- private:
-  struct Hist {
-    std::vector<unsigned long long> counts;
-    double sum = 0;
-    unsigned long long count = 0;
-  };
-  static const std::vector<double>& bounds() {
-    static const std::vector<double> b = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
-    return b;
-  }
-  std::mutex m_;
-  std::map<std::string, unsigned long long> requests_;
-  std::map<std::string, unsigned long long> processed_;
-  std::map<std::pair<std::string, std::string>, unsigned long long> errors_;
-  std::map<std::string, Hist> durations_;
-};
-
-// ------------------------------------------------------------------- proxy
 
 // Upstream request state shared between the handler thread (which writes the
 // downstream response) and the thread that reads the worker's response.
@@ -520,7 +292,7 @@ int main(int argc, char** argv) {
   prom.new_task_queue = [] { return new httplib::ThreadPool(4); };
   prom.set_socket_options(ixfake::server_socket_options);
   prom.Get("/metrics", [&router](const httplib::Request&, httplib::Response& res) {
-    res.set_content(router.metrics().render(router.cfg().targets), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(router.metrics().render(router.cfg().targets.size()), "text/plain; version=0.0.4; charset=utf-8");
   });
 
   int port = cfg.port;

@@ -1,0 +1,136 @@
+#include "client_result.h"
+
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <algorithm>
+
+namespace ixfake::client {
+namespace {
+
+using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+// One "key": value member; an empty optional is null.
+void put(JsonWriter& w, const char* key, int v) {
+  w.Key(key);
+  w.Int(v);
+}
+void put(JsonWriter& w, const char* key, double v) {
+  w.Key(key);
+  w.Double(v);
+}
+void put(JsonWriter& w, const char* key, bool v) {
+  w.Key(key);
+  w.Bool(v);
+}
+void put(JsonWriter& w, const char* key, const std::string& v) {
+  w.Key(key);
+  w.String(v.c_str());
+}
+void put(JsonWriter& w, const char* key, const char* v) = delete;  // would be a bool
+template <class T>
+void put(JsonWriter& w, const char* key, const std::optional<T>& v) {
+  if (v) {
+    put(w, key, *v);
+  } else {
+    w.Key(key);
+    w.Null();
+  }
+}
+
+void write_record(JsonWriter& w, const Record& r) {
+  w.StartObject();
+  put(w, "session", r.session);
+  put(w, "turn", r.turn);
+  put(w, "latency_ms", r.latency_ms);
+  put(w, "ttft_ms", r.ttft_ms);
+  put(w, "rank", r.rank);
+  put(w, "status", r.status);
+  put(w, "completion_tokens", r.completion_tokens);
+  if (!r.error.empty()) put(w, "error", r.error);
+  w.EndObject();
+}
+
+void write_summary(JsonWriter& w, const Summary& s, std::size_t requests, double wall_s) {
+  w.Key("summary");
+  w.StartObject();
+  put(w, "requests", static_cast<int>(requests));
+  put(w, "failed", s.failed);
+  put(w, "p50_ms", percentile(s.latencies, 50));
+  put(w, "p99_ms", percentile(s.latencies, 99));
+  put(w, "ttft_p50_ms", percentile(s.ttfts, 50));
+  put(w, "ttft_p99_ms", percentile(s.ttfts, 99));
+  put(w, "wall_s", wall_s);
+  w.Key("ranks_used");
+  w.StartArray();
+  for (int r : s.ranks) w.Int(r);
+  w.EndArray();
+  w.Key("session_ranks");
+  w.StartObject();
+  for (const auto& [session, rs] : s.session_ranks) {
+    w.Key(session.c_str());
+    w.StartArray();
+    for (int r : rs) {
+      if (r >= 0) {
+        w.Int(r);
+      } else {
+        w.Null();
+      }
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+  put(w, "sessions_on_one_rank", s.sessions_on_one_rank());
+  w.EndObject();
+}
+
+}  // namespace
+
+bool Summary::sessions_on_one_rank() const {
+  return !session_ranks.empty() && std::all_of(session_ranks.begin(), session_ranks.end(), [](const auto& kv) {
+    return kv.second.size() == 1 && *kv.second.begin() >= 0;
+  });
+}
+
+Summary summarize(const std::vector<Record>& records) {
+  Summary s;
+  for (const auto& r : records) {
+    if (!r.error.empty()) {
+      ++s.failed;
+      if (s.first_failure == nullptr) s.first_failure = &r;
+      continue;
+    }
+    s.latencies.push_back(r.latency_ms);
+    if (r.ttft_ms) s.ttfts.push_back(*r.ttft_ms);
+    if (r.rank) {
+      s.ranks.insert(*r.rank);
+      s.session_ranks[r.session].insert(*r.rank);
+    } else {
+      s.session_ranks[r.session].insert(-1);
+    }
+  }
+  return s;
+}
+
+std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
+                        double wall_s) {
+  rapidjson::StringBuffer sb;
+  JsonWriter w(sb);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  put(w, "endpoint", cfg.endpoint);
+  put(w, "model", cfg.model);
+  put(w, "sessions", cfg.sessions);
+  put(w, "turns", cfg.turns);
+  put(w, "concurrency", cfg.concurrency);
+  put(w, "stream", cfg.stream);
+  put(w, "x_session_id_header", true);
+  w.Key("requests");
+  w.StartArray();
+  for (const auto& r : records) write_record(w, r);
+  w.EndArray();
+  write_summary(w, summary, records.size(), wall_s);
+  w.EndObject();
+  return std::string(sb.GetString()) + "\n";
+}
+}  // namespace ixfake::client

@@ -1,0 +1,49 @@
+// ix-fake-client's result file (tests/fakes/README.md, "Result"): one
+// record per request and a summary (percentiles, ranks used, whether every
+// session stayed on one rank).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "client_args.h"
+
+namespace ixfake::client {
+
+// One request (one turn of a session). A failed request has a non-empty
+// error; rank is unknown (nullopt) when the answer did not say.
+struct Record {
+  std::string session;
+  int turn = 0;
+  double latency_ms = 0;
+  std::optional<double> ttft_ms;
+  std::optional<int> rank;
+  int status = 0;  // HTTP status; 0 when no response came
+  std::string error;
+  int completion_tokens = 0;
+};
+
+// What the result's summary says of the records. session_ranks holds -1 for
+// a successful turn whose rank is unknown; first_failure points into the
+// records summarized (the first failed one in their order).
+struct Summary {
+  int failed = 0;
+  const Record* first_failure = nullptr;
+  std::vector<double> latencies;
+  std::vector<double> ttfts;
+  std::set<int> ranks;
+  std::map<std::string, std::set<int>> session_ranks;
+
+  bool sessions_on_one_rank() const;
+};
+
+Summary summarize(const std::vector<Record>& records);
+
+// The result file's text: the run's settings, the records, the summary.
+std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
+                        double wall_s);
+
+}  // namespace ixfake::client
