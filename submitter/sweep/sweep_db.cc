@@ -4,9 +4,36 @@
 
 #include <filesystem>
 
-#include "submitter/sweep/sweep_store.h"
+#include "core/process/process.h"
 
 namespace ix {
+namespace {
+
+// $XDG_VAR/inferencex/ix.db where XDG_VAR is absolute, else
+// $HOME/HOME_DIR/inferencex/ix.db where HOME is.
+std::optional<std::string> DbPathUnder(const std::vector<std::string>& env, const char* xdg_var,
+                                       const char* home_dir) {
+  const std::optional<std::string> xdg = FindEnv(env, xdg_var);
+  if (xdg && !xdg->empty() && (*xdg)[0] == '/') return *xdg + "/inferencex/ix.db";
+  const std::optional<std::string> home = FindEnv(env, "HOME");
+  if (home && !home->empty() && (*home)[0] == '/') {
+    const std::string base = home->back() == '/' ? home->substr(0, home->size() - 1) : *home;
+    return base + "/" + home_dir + "/inferencex/ix.db";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::string> DefaultDbPath(const std::vector<std::string>& env) {
+  if (std::optional<std::string> path = DbPathUnder(env, "XDG_STATE_HOME", ".local/state")) return *path;
+  return Error{"cannot choose where the sweep database goes: neither XDG_STATE_HOME nor HOME is an absolute path; "
+               "pass --db PATH"};
+}
+
+std::optional<std::string> LegacyDbPath(const std::vector<std::string>& env) {
+  return DbPathUnder(env, "XDG_DATA_HOME", ".local/share");
+}
 
 Result<DbPathChoice> ChooseDbPath(const std::optional<std::string>& db, const std::vector<std::string>& env,
                                   bool (*exists)(const std::string&)) {

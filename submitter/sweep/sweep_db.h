@@ -11,6 +11,17 @@
 
 namespace ix {
 
+// $XDG_STATE_HOME/inferencex/ix.db when XDG_STATE_HOME is set to an
+// absolute path (the XDG spec ignores relative ones), else $HOME/.local/
+// state/inferencex/ix.db: state, not data, and per machine by intent (a
+// WAL database must not be shared across hosts, as on an NFS home). `env`
+// is NAME=VALUE strings (CurrentEnvironment()). An error when neither gives
+// an absolute path. Creates nothing.
+Result<std::string> DefaultDbPath(const std::vector<std::string>& env);
+// Where earlier builds put it ($XDG_DATA_HOME or ~/.local/share); still read
+// when a database is there, so existing sweeps stay resumable.
+std::optional<std::string> LegacyDbPath(const std::vector<std::string>& env);
+
 // The database path: `db` when given; else DefaultDbPath (node-local state
 // directory), unless only the legacy path (~/.local/share) has a database,
 // which is then kept, with `note` saying so. `exists` tells whether a file is

@@ -10,6 +10,23 @@ namespace {
 std::set<std::string> g_files;
 bool InFiles(const std::string& p) { return g_files.count(p) > 0; }
 
+TEST(DefaultDbPath, XdgStateThenHome) {
+  EXPECT_EQ(DefaultDbPath({"HOME=/home/a", "XDG_STATE_HOME=/state/a", "XDG_DATA_HOME=/data/a"}).value(),
+            "/state/a/inferencex/ix.db");
+  EXPECT_EQ(DefaultDbPath({"HOME=/home/a", "XDG_DATA_HOME=/data/a"}).value(), "/home/a/.local/state/inferencex/ix.db");
+  EXPECT_EQ(DefaultDbPath({"HOME=/home/a/"}).value(), "/home/a/.local/state/inferencex/ix.db");
+  // The XDG spec: an empty or relative XDG_STATE_HOME is ignored.
+  EXPECT_EQ(DefaultDbPath({"XDG_STATE_HOME=", "HOME=/home/a"}).value(), "/home/a/.local/state/inferencex/ix.db");
+  EXPECT_EQ(DefaultDbPath({"XDG_STATE_HOME=rel", "HOME=/home/a"}).value(), "/home/a/.local/state/inferencex/ix.db");
+  Result<std::string> none = DefaultDbPath({"PATH=/bin"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(none.error().message.find("pass --db PATH") != std::string::npos) << none.error().message;
+  // Where earlier builds put it.
+  EXPECT_EQ(LegacyDbPath({"HOME=/home/a", "XDG_DATA_HOME=/data/a"}).value(), "/data/a/inferencex/ix.db");
+  EXPECT_EQ(LegacyDbPath({"HOME=/home/a"}).value(), "/home/a/.local/share/inferencex/ix.db");
+  EXPECT_FALSE(LegacyDbPath({"PATH=/bin"}).has_value());
+}
+
 TEST(SweepDb, TheStateDirectoryUnlessOnlyTheOldPathHasADatabase) {
   const std::vector<std::string> env = {"HOME=/home/a"};
   g_files = {};

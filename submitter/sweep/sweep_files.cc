@@ -53,6 +53,161 @@ Status CheckJobs(const SweepManifest& m, const std::string& path) {
   return Ok{};
 }
 
+
+// ---- writing sweep.json ------------------------------------------------------------
+
+using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+void String(JsonWriter& w, const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); }
+
+void WriteSettings(JsonWriter& w, const SubmitSettings& s, const ContainerSettings& c) {
+  w.Key("sbatch");
+  w.StartObject();
+  w.Key("partition"); String(w, s.partition);
+  w.Key("account"); String(w, s.account);
+  w.Key("time"); String(w, s.time_limit);
+  w.Key("exclusive"); w.Bool(s.exclusive);
+  w.Key("throttle"); w.Int64(s.throttle);
+  w.EndObject();
+  w.Key("container");
+  w.StartObject();
+  w.Key("enabled"); w.Bool(c.enabled);
+  w.Key("squash_dir"); String(w, c.squash_dir);
+  w.Key("model_dir"); String(w, c.model_dir);
+  w.EndObject();
+}
+
+void WriteJob(JsonWriter& w, const PlannedJob& j) {
+  w.StartObject();
+  w.Key("key"); String(w, j.key);
+  w.Key("bucket"); String(w, j.bucket);
+  w.Key("canary"); w.Bool(j.canary);
+  w.Key("gpus"); w.Int64(j.gpus);
+  w.Key("depends_on"); String(w, j.depends_on);
+  w.Key("entries");
+  w.StartArray();
+  for (int64_t i : j.entries) w.Int64(i);
+  w.EndArray();
+  w.EndObject();
+}
+
+void WriteEntry(JsonWriter& w, const PlannedEntry& e) {
+  w.StartObject();
+  w.Key("index"); w.Int64(e.index);
+  w.Key("job"); String(w, e.job_key);
+  w.Key("array_index"); w.Int64(e.array_index);
+  w.Key("bucket"); String(w, e.bucket);
+  w.Key("config_key"); String(w, e.config_key);
+  w.Key("recipe"); String(w, e.recipe);
+  w.Key("arm"); String(w, e.arm);
+  w.Key("conc"); w.Int64(e.conc);
+  w.Key("gpus"); w.Int64(e.gpus);
+  w.Key("eval_only"); w.Bool(e.eval_only);
+  w.Key("image"); String(w, e.image);
+  w.Key("model_path"); String(w, e.model_path);
+  w.Key("entry"); w.RawValue(e.entry_json.c_str(), e.entry_json.size(), rapidjson::kObjectType);
+  w.EndObject();
+}
+
+// sweep.json's text, without the final newline.
+std::string ManifestJson(const SweepManifest& m) {
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  w.SetIndent(' ', 2);
+  w.StartObject();
+  w.Key("sweep"); String(w, m.sweep_id);
+  w.Key("mode"); w.String(SweepModeName(m.plan.mode));
+  w.Key("sweep_dir"); String(w, m.sweep_dir);
+  w.Key("ixsubmit"); String(w, m.ixsubmit);
+  w.Key("recipe_dir"); String(w, m.recipe_dir);
+  w.Key("fail_fast"); w.Bool(m.fail_fast);
+  w.Key("dry_run"); w.Bool(m.dry_run);
+  w.Key("client");
+  w.StartArray();
+  for (const auto& a : m.client) String(w, a);
+  w.EndArray();
+  WriteSettings(w, m.settings, m.container);
+  w.Key("jobs");
+  w.StartArray();
+  for (const PlannedJob& j : m.plan.jobs) WriteJob(w, j);
+  w.EndArray();
+  w.Key("entries");
+  w.StartArray();
+  for (const PlannedEntry& e : m.plan.entries) WriteEntry(w, e);
+  w.EndArray();
+  w.EndObject();
+  return buf.GetString();
+}
+
+// ---- reading sweep.json ------------------------------------------------------------
+
+// The fields of one JSON object, read leniently: a missing field or one of
+// another type reads as empty, 0 or false (the checks after reading catch
+// what matters). Invariant: `o` is an object (HasMember on anything else
+// is undefined).
+struct Fields {
+  const rapidjson::Value& o;
+  std::string Str(const char* k) const { return o.HasMember(k) && o[k].IsString() ? o[k].GetString() : ""; }
+  int64_t Int(const char* k) const { return o.HasMember(k) && o[k].IsInt64() ? o[k].GetInt64() : 0; }
+  bool Bool(const char* k) const { return o.HasMember(k) && o[k].IsBool() && o[k].GetBool(); }
+};
+
+PlannedJob ReadJob(const Fields& f) {
+  PlannedJob job;
+  job.key = f.Str("key");
+  job.bucket = f.Str("bucket");
+  job.canary = f.Bool("canary");
+  job.gpus = f.Int("gpus");
+  job.depends_on = f.Str("depends_on");
+  if (f.o.HasMember("entries") && f.o["entries"].IsArray()) {
+    for (const auto& x : f.o["entries"].GetArray()) job.entries.push_back(x.IsInt64() ? x.GetInt64() : -1);
+  }
+  return job;
+}
+
+PlannedEntry ReadEntry(const Fields& f) {
+  PlannedEntry p;
+  p.index = f.Int("index");
+  p.job_key = f.Str("job");
+  p.array_index = f.Int("array_index");
+  p.bucket = f.Str("bucket");
+  p.config_key = f.Str("config_key");
+  p.recipe = f.Str("recipe");
+  p.arm = f.Str("arm");
+  p.conc = f.Int("conc");
+  p.gpus = f.Int("gpus");
+  p.eval_only = f.Bool("eval_only");
+  p.image = f.Str("image");
+  p.model_path = f.Str("model_path");
+  return p;
+}
+
+// Each element of the array `list` (field `name` of `path`) read into
+// `out` by `read` (a T or an error), in order; an element that is not an
+// object is an error.
+template <class T, class Read>
+Status ReadObjects(const rapidjson::Value& list, const char* name, const std::string& path, std::vector<T>& out,
+                   Read&& read) {
+  for (const auto& v : list.GetArray()) {
+    if (!v.IsObject()) {
+      return Error{path + ": field '" + name + "[" + std::to_string(out.size()) + "]' must be an object"};
+    }
+    Result<T> one = read(Fields{v});
+    if (!one) return one.error();
+    out.push_back(std::move(one).value());
+  }
+  return Ok{};
+}
+
+// The script of one job: it only execs `ixsubmit task` with quoted fixed arguments.
+std::string JobScript(const SweepManifest& m, const PlannedJob& j) {
+  return "#!/bin/bash\n"
+         "# " + JobName(m, j) + ": " + (j.canary ? "the canary" : "bucket " + j.bucket) + " of sweep " + m.sweep_id +
+         " (" + std::to_string(j.entries.size()) + " entries). Written by ixsubmit sweep; the entry is\n"
+         "# looked up by SLURM_ARRAY_TASK_ID in sweep.json.\n"
+         "exec " + Quote(m.ixsubmit) + " task --sweep-dir " + Quote(m.sweep_dir) + " --job " + Quote(j.key) + "\n";
+}
+
 }  // namespace
 
 std::string ScriptPath(const SweepManifest& m, const PlannedJob& job) {
@@ -74,84 +229,9 @@ Status WriteSweepFiles(const SweepManifest& m) {
   if (ec) return Error{"cannot create " + m.sweep_dir + "/logs: " + ec.message()};
   std::filesystem::create_directories(m.sweep_dir + "/results", ec);
   if (ec) return Error{"cannot create " + m.sweep_dir + "/results: " + ec.message()};
-
-  rapidjson::StringBuffer buf;
-  rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
-  w.SetIndent(' ', 2);
-  auto str = [&](const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); };
-  w.StartObject();
-  w.Key("sweep"); str(m.sweep_id);
-  w.Key("mode"); w.String(SweepModeName(m.plan.mode));
-  w.Key("sweep_dir"); str(m.sweep_dir);
-  w.Key("ixsubmit"); str(m.ixsubmit);
-  w.Key("recipe_dir"); str(m.recipe_dir);
-  w.Key("fail_fast"); w.Bool(m.fail_fast);
-  w.Key("dry_run"); w.Bool(m.dry_run);
-  w.Key("client");
-  w.StartArray();
-  for (const auto& a : m.client) str(a);
-  w.EndArray();
-  w.Key("sbatch");
-  w.StartObject();
-  w.Key("partition"); str(m.settings.partition);
-  w.Key("account"); str(m.settings.account);
-  w.Key("time"); str(m.settings.time_limit);
-  w.Key("exclusive"); w.Bool(m.settings.exclusive);
-  w.Key("throttle"); w.Int64(m.settings.throttle);
-  w.EndObject();
-  w.Key("container");
-  w.StartObject();
-  w.Key("enabled"); w.Bool(m.container.enabled);
-  w.Key("squash_dir"); str(m.container.squash_dir);
-  w.Key("model_dir"); str(m.container.model_dir);
-  w.EndObject();
-  w.Key("jobs");
-  w.StartArray();
+  if (Status s = WriteFileAtomic(m.sweep_dir + "/sweep.json", ManifestJson(m) + "\n", 0644); !s) return s;
   for (const PlannedJob& j : m.plan.jobs) {
-    w.StartObject();
-    w.Key("key"); str(j.key);
-    w.Key("bucket"); str(j.bucket);
-    w.Key("canary"); w.Bool(j.canary);
-    w.Key("gpus"); w.Int64(j.gpus);
-    w.Key("depends_on"); str(j.depends_on);
-    w.Key("entries");
-    w.StartArray();
-    for (int64_t i : j.entries) w.Int64(i);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("entries");
-  w.StartArray();
-  for (const PlannedEntry& e : m.plan.entries) {
-    w.StartObject();
-    w.Key("index"); w.Int64(e.index);
-    w.Key("job"); str(e.job_key);
-    w.Key("array_index"); w.Int64(e.array_index);
-    w.Key("bucket"); str(e.bucket);
-    w.Key("config_key"); str(e.config_key);
-    w.Key("recipe"); str(e.recipe);
-    w.Key("arm"); str(e.arm);
-    w.Key("conc"); w.Int64(e.conc);
-    w.Key("gpus"); w.Int64(e.gpus);
-    w.Key("eval_only"); w.Bool(e.eval_only);
-    w.Key("image"); str(e.image);
-    w.Key("model_path"); str(e.model_path);
-    w.Key("entry"); w.RawValue(e.entry_json.c_str(), e.entry_json.size(), rapidjson::kObjectType);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  if (Status s = WriteFileAtomic(m.sweep_dir + "/sweep.json", std::string(buf.GetString()) + "\n", 0644); !s) return s;
-
-  for (const PlannedJob& j : m.plan.jobs) {
-    const std::string script =
-        "#!/bin/bash\n"
-        "# " + JobName(m, j) + ": " + (j.canary ? "the canary" : "bucket " + j.bucket) + " of sweep " + m.sweep_id +
-        " (" + std::to_string(j.entries.size()) + " entries). Written by ixsubmit sweep; the entry is\n"
-        "# looked up by SLURM_ARRAY_TASK_ID in sweep.json.\n"
-        "exec " + Quote(m.ixsubmit) + " task --sweep-dir " + Quote(m.sweep_dir) + " --job " + Quote(j.key) + "\n";
-    if (Status s = WriteFileAtomic(ScriptPath(m, j), script, 0755); !s) return s;
+    if (Status s = WriteFileAtomic(ScriptPath(m, j), JobScript(m, j), 0755); !s) return s;
   }
   return Ok{};
 }
@@ -168,25 +248,15 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
   rapidjson::Document d;
   d.Parse(text.c_str());
   if (d.HasParseError() || !d.IsObject()) return Error{path + ": not a sweep file (invalid JSON)"};
-  // Callers check that `o` is an object: HasMember on anything else is undefined.
-  auto s = [&](const rapidjson::Value& o, const char* k) -> std::string {
-    return o.HasMember(k) && o[k].IsString() ? o[k].GetString() : "";
-  };
-  auto i = [&](const rapidjson::Value& o, const char* k) -> int64_t {
-    return o.HasMember(k) && o[k].IsInt64() ? o[k].GetInt64() : 0;
-  };
-  auto b = [&](const rapidjson::Value& o, const char* k) { return o.HasMember(k) && o[k].IsBool() && o[k].GetBool(); };
-  auto not_object = [&](const char* list, size_t n) {
-    return Error{path + ": field '" + list + "[" + std::to_string(n) + "]' must be an object"};
-  };
+  const Fields top{d};
   SweepManifest m;
-  m.sweep_id = s(d, "sweep");
-  m.sweep_dir = s(d, "sweep_dir");
-  m.ixsubmit = s(d, "ixsubmit");
-  m.recipe_dir = s(d, "recipe_dir");
-  m.fail_fast = b(d, "fail_fast");
-  m.dry_run = b(d, "dry_run");
-  Result<SweepMode> mode = ParseSweepMode(s(d, "mode"));
+  m.sweep_id = top.Str("sweep");
+  m.sweep_dir = top.Str("sweep_dir");
+  m.ixsubmit = top.Str("ixsubmit");
+  m.recipe_dir = top.Str("recipe_dir");
+  m.fail_fast = top.Bool("fail_fast");
+  m.dry_run = top.Bool("dry_run");
+  Result<SweepMode> mode = ParseSweepMode(top.Str("mode"));
   if (!mode) return Error{path + ": field 'mode': " + mode.error().message};
   m.plan.mode = mode.value();
   if (!d.HasMember("client") || !d["client"].IsArray() || !d.HasMember("jobs") || !d["jobs"].IsArray() ||
@@ -195,52 +265,28 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
   }
   for (const auto& a : d["client"].GetArray()) m.client.push_back(a.IsString() ? a.GetString() : "");
   if (d.HasMember("sbatch") && d["sbatch"].IsObject()) {
-    const rapidjson::Value& sb = d["sbatch"];
-    m.settings.partition = s(sb, "partition");
-    m.settings.account = s(sb, "account");
-    m.settings.time_limit = s(sb, "time");
-    m.settings.exclusive = b(sb, "exclusive");
-    m.settings.throttle = i(sb, "throttle");
+    const Fields sb{d["sbatch"]};
+    m.settings.partition = sb.Str("partition");
+    m.settings.account = sb.Str("account");
+    m.settings.time_limit = sb.Str("time");
+    m.settings.exclusive = sb.Bool("exclusive");
+    m.settings.throttle = sb.Int("throttle");
   }
   // A sweep.json without "container" was written before containers: its
   // steps ran on the host, and so do those of its resumed submitter.
   if (d.HasMember("container") && d["container"].IsObject()) {
-    const rapidjson::Value& c = d["container"];
-    m.container.enabled = b(c, "enabled");
-    m.container.squash_dir = s(c, "squash_dir");
-    m.container.model_dir = s(c, "model_dir");
+    const Fields c{d["container"]};
+    m.container.enabled = c.Bool("enabled");
+    m.container.squash_dir = c.Str("squash_dir");
+    m.container.model_dir = c.Str("model_dir");
   }
-  for (const auto& j : d["jobs"].GetArray()) {
-    if (!j.IsObject()) return not_object("jobs", m.plan.jobs.size());
-    PlannedJob job;
-    job.key = s(j, "key");
-    job.bucket = s(j, "bucket");
-    job.canary = b(j, "canary");
-    job.gpus = i(j, "gpus");
-    job.depends_on = s(j, "depends_on");
-    if (j.HasMember("entries") && j["entries"].IsArray()) {
-      for (const auto& x : j["entries"].GetArray()) job.entries.push_back(x.IsInt64() ? x.GetInt64() : -1);
-    }
-    m.plan.jobs.push_back(std::move(job));
-  }
-  for (const auto& e : d["entries"].GetArray()) {
-    if (!e.IsObject()) return not_object("entries", m.plan.entries.size());
-    PlannedEntry p;
-    p.index = i(e, "index");
-    p.job_key = s(e, "job");
-    p.array_index = i(e, "array_index");
-    p.bucket = s(e, "bucket");
-    p.config_key = s(e, "config_key");
-    p.recipe = s(e, "recipe");
-    p.arm = s(e, "arm");
-    p.conc = i(e, "conc");
-    p.gpus = i(e, "gpus");
-    p.eval_only = b(e, "eval_only");
-    p.image = s(e, "image");
-    p.model_path = s(e, "model_path");
+  if (Status s = ReadObjects(d["jobs"], "jobs", path, m.plan.jobs, ReadJob); !s) return s.error();
+  const auto read_entry = [&](const Fields& f) -> Result<PlannedEntry> {
+    PlannedEntry p = ReadEntry(f);
     if (p.index != static_cast<int64_t>(m.plan.entries.size())) return Error{path + ": entries out of order"};
-    m.plan.entries.push_back(std::move(p));
-  }
+    return p;
+  };
+  if (Status s = ReadObjects(d["entries"], "entries", path, m.plan.entries, read_entry); !s) return s.error();
   if (Status checked = CheckJobs(m, path); !checked) return checked.error();
   return m;
 }

@@ -27,6 +27,10 @@ struct SubmitSettings {
   int64_t throttle = 4;  // --array=...%throttle; 0 = no limit
 };
 
+// Everything sweep.json holds: the sweep's identity, how its tasks run, and
+// its plan. Invariants once read (checked): entry i has index i; a job's
+// entries are entries of the plan; a job other than the canary is an array
+// named bucket:NAME with at least one entry.
 struct SweepManifest {
   std::string sweep_id;
   std::string sweep_dir;

@@ -1,38 +1,16 @@
 #include "submitter/sweep/sweep_store.h"
 
-#include <sqlite3.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include "tests/support/test.h"
 
 namespace ix {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/ix-sweep-store-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::TempDir;
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
@@ -55,51 +33,8 @@ NewSweep SmallSweep(int n = 4) {
   return s;
 }
 
-TEST(DefaultDbPath, XdgStateThenHome) {
-  EXPECT_EQ(DefaultDbPath({"HOME=/home/a", "XDG_STATE_HOME=/state/a", "XDG_DATA_HOME=/data/a"}).value(),
-            "/state/a/inferencex/ix.db");
-  EXPECT_EQ(DefaultDbPath({"HOME=/home/a", "XDG_DATA_HOME=/data/a"}).value(), "/home/a/.local/state/inferencex/ix.db");
-  EXPECT_EQ(DefaultDbPath({"HOME=/home/a/"}).value(), "/home/a/.local/state/inferencex/ix.db");
-  // The XDG spec: an empty or relative XDG_STATE_HOME is ignored.
-  EXPECT_EQ(DefaultDbPath({"XDG_STATE_HOME=", "HOME=/home/a"}).value(), "/home/a/.local/state/inferencex/ix.db");
-  EXPECT_EQ(DefaultDbPath({"XDG_STATE_HOME=rel", "HOME=/home/a"}).value(), "/home/a/.local/state/inferencex/ix.db");
-  Result<std::string> none = DefaultDbPath({"PATH=/bin"});
-  ASSERT_FALSE(none.ok());
-  EXPECT_TRUE(Contains(none.error().message, "pass --db PATH")) << none.error().message;
-  // Where earlier builds put it.
-  EXPECT_EQ(LegacyDbPath({"HOME=/home/a", "XDG_DATA_HOME=/data/a"}).value(), "/data/a/inferencex/ix.db");
-  EXPECT_EQ(LegacyDbPath({"HOME=/home/a"}).value(), "/home/a/.local/share/inferencex/ix.db");
-  EXPECT_FALSE(LegacyDbPath({"PATH=/bin"}).has_value());
-}
-
-TEST(SweepStore, OpenCreatesParentsPrivatelyAndUsesWal) {
-  TempDir d;
-  const std::string path = d.path() + "/xdg/inferencex/ix.db";
-  Result<SweepStore> s = SweepStore::Open(path);
-  ASSERT_TRUE(s.ok()) << s.error().message;
-  EXPECT_EQ(s.value().path(), path);
-  struct stat st{};
-  ASSERT_EQ(::stat((d.path() + "/xdg").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
-  ASSERT_EQ(::stat((d.path() + "/xdg/inferencex").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
-  // The file itself says WAL and the schema version, as another reader sees it.
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* st1 = nullptr;
-  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st1, nullptr);
-  ASSERT_EQ(sqlite3_step(st1), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st1, 0)), "wal");
-  sqlite3_finalize(st1);
-  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st1, nullptr);
-  ASSERT_EQ(sqlite3_step(st1), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(st1, 0), kSweepStoreSchemaVersion);
-  sqlite3_finalize(st1);
-  sqlite3_close(db);
-}
-
 TEST(SweepStore, CreateReopenAndLoad) {
-  TempDir d;
+  TempDir d("ix-sweep-store-test");
   const std::string path = d.path() + "/ix.db";
   std::string id;
   {
@@ -159,7 +94,7 @@ TEST(SweepStore, CreateReopenAndLoad) {
 }
 
 TEST(SweepStore, UnknownSweepListsTheRecentOnes) {
-  TempDir d;
+  TempDir d("ix-sweep-store-test");
   Result<SweepStore> s = SweepStore::Open(d.path() + "/ix.db");
   ASSERT_TRUE(s.ok());
   Result<LoadedSweep> none = s.value().LoadSweep("sw-nope");
@@ -185,7 +120,7 @@ TEST(SweepStore, UnknownSweepListsTheRecentOnes) {
 }
 
 TEST(SweepStore, BadPlansAreRefusedWholesale) {
-  TempDir d;
+  TempDir d("ix-sweep-store-test");
   Result<SweepStore> s = SweepStore::Open(d.path() + "/ix.db");
   ASSERT_TRUE(s.ok());
   struct Case {
@@ -213,7 +148,7 @@ TEST(SweepStore, BadPlansAreRefusedWholesale) {
 }
 
 TEST(SweepStore, AddJobsAndEntriesLater) {
-  TempDir d;
+  TempDir d("ix-sweep-store-test");
   Result<SweepStore> s = SweepStore::Open(d.path() + "/ix.db");
   const std::string id = s.value().CreateSweep(SmallSweep(2)).value();
   ASSERT_TRUE(s.value()
@@ -237,7 +172,7 @@ TEST(SweepStore, AddJobsAndEntriesLater) {
 }
 
 TEST(SweepStore, TwoPhaseSubmissionNeverSubmitsTwice) {
-  TempDir d;
+  TempDir d("ix-sweep-store-test");
   const std::string path = d.path() + "/ix.db";
   std::string id;
   {
@@ -294,7 +229,7 @@ TEST(SweepStore, TwoPhaseSubmissionNeverSubmitsTwice) {
 }
 
 TEST(SweepStore, FinalStatesAreProtected) {
-  TempDir d;
+  TempDir d("ix-sweep-store-test");
   Result<SweepStore> s = SweepStore::Open(d.path() + "/ix.db");
   const std::string id = s.value().CreateSweep(SmallSweep()).value();
   EntryUpdate run{1, EntryState::kRunning, "7_0", 100.0, {}, {}, {}, {}, {}};
@@ -348,7 +283,7 @@ TEST(SweepStore, FinalStatesAreProtected) {
 }
 
 TEST(SweepStore, CancellingAJobCancelsOnlyItsUnfinishedEntries) {
-  TempDir d;
+  TempDir d("ix-sweep-store-test");
   Result<SweepStore> s = SweepStore::Open(d.path() + "/ix.db");
   const std::string id = s.value().CreateSweep(SmallSweep()).value();
   ASSERT_TRUE(s.value().UpdateEntryState(id, {1, EntryState::kSucceeded, {}, {}, 5.0, 0, {}, {}, {}}).ok());
@@ -372,53 +307,11 @@ TEST(SweepStore, CancellingAJobCancelsOnlyItsUnfinishedEntries) {
                        "only a submitted job can finish"));
 }
 
-TEST(SweepStore, CorruptFileIsAClearErrorAndUntouched) {
-  TempDir d;
-  const std::string path = d.path() + "/ix.db";
-  std::string garbage;
-  for (int i = 0; i < 8192; ++i) garbage.push_back(static_cast<char>((i * 131 + 7) & 0xff));
-  std::ofstream(path, std::ios::binary) << garbage;
-  Result<SweepStore> s = SweepStore::Open(path);
-  ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(Contains(s.error().message, path + ": not an SQLite database, or a damaged one")) << s.error().message;
-  EXPECT_TRUE(Contains(s.error().message, "left as it is")) << s.error().message;
-  EXPECT_EQ(ReadAll(path), garbage);
-  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
-}
-
-TEST(SweepStore, NewerSchemaAndForeignDatabasesAreRefused) {
-  TempDir d;
-  const std::string newer = d.path() + "/newer.db";
-  ASSERT_TRUE(SweepStore::Open(newer).ok());
-  sqlite3* db = nullptr;
-  sqlite3_open(newer.c_str(), &db);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
-  Result<SweepStore> s = SweepStore::Open(newer);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().message, newer +
-                                   ": the database has schema version 99, newer than this build understands (1); "
-                                   "use a newer ixsubmit, or another --db");
-
-  const std::string foreign = d.path() + "/foreign.db";
-  sqlite3_open(foreign.c_str(), &db);
-  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (x)", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
-  Result<SweepStore> f = SweepStore::Open(foreign);
-  ASSERT_FALSE(f.ok());
-  EXPECT_TRUE(Contains(f.error().message, foreign + ": an SQLite database, but not an inferencex one"))
-      << f.error().message;
-
-  Result<SweepStore> dir = SweepStore::Open(d.path());
-  ASSERT_FALSE(dir.ok());
-  EXPECT_TRUE(Contains(dir.error().message, d.path() + ": ")) << dir.error().message;
-}
-
 // Two processes (a watcher and `ixsubmit status`-like writer) hammer one
 // database; with WAL, BEGIN IMMEDIATE and the busy timeout neither sees
 // "database is locked".
 TEST(SweepStore, ConcurrentProcessesDoNotSeeLockErrors) {
-  TempDir d;
+  TempDir d("ix-sweep-store-test");
   const std::string path = d.path() + "/ix.db";
   constexpr int kEntries = 40, kRounds = 60;
   std::string id;
@@ -475,17 +368,6 @@ TEST(SweepStore, ConcurrentProcessesDoNotSeeLockErrors) {
     EXPECT_EQ(l.entries[e].started_at, kRounds - 1.0) << e;
   }
   EXPECT_EQ(l.entries[1].slurm_task_id, "t" + std::to_string(kRounds - 1));
-}
-
-TEST(SweepStore, StateNames) {
-  EXPECT_STREQ(StateName(SweepState::kCancelled), "cancelled");
-  EXPECT_STREQ(StateName(JobState::kSubmitting), "submitting");
-  EXPECT_STREQ(StateName(EntryState::kSkipped), "skipped");
-  EXPECT_STREQ(JobKindName(JobKind::kCanary), "canary");
-  EXPECT_TRUE(IsFinal(EntryState::kSkipped));
-  EXPECT_TRUE(IsFinal(EntryState::kCancelled));
-  EXPECT_FALSE(IsFinal(EntryState::kRunning));
-  EXPECT_FALSE(IsFinal(EntryState::kPending));
 }
 
 }  // namespace
