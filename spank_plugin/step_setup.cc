@@ -171,8 +171,11 @@ std::optional<std::string> FailureReason(const std::string& failure_json) {
   rapidjson::Document d;
   d.Parse(failure_json.data(), failure_json.size());
   if (d.HasParseError() || !d.IsObject()) return std::nullopt;
-  const auto it = d.FindMember("reason");
-  if (it == d.MemberEnd() || !it->value.IsString() || it->value.GetStringLength() == 0) return std::nullopt;
+  // A const Document: FindMember and MemberEnd are both ConstMemberIterator
+  // (comparing a const iterator with a non-const one is ambiguous in C++20).
+  const rapidjson::Document& doc = d;
+  const auto it = doc.FindMember("reason");
+  if (it == doc.MemberEnd() || !it->value.IsString() || it->value.GetStringLength() == 0) return std::nullopt;
   std::string reason(it->value.GetString(), it->value.GetStringLength());
   if (reason.size() > 1000) reason = reason.substr(0, 1000) + "...";
   for (char& c : reason) {
