@@ -63,14 +63,19 @@ void AppendAll(std::string& out, const MatrixBuckets& b) {
   AppendBuckets(out, b.single_node);
   out += ", \"multi_node\": ";
   AppendBuckets(out, b.multi_node);
-  out += ", \"evals\": ";
-  AppendMatrixList(out, b.evals);
-  out += ", \"agentic_evals\": ";
-  AppendMatrixList(out, b.agentic_evals);
-  out += ", \"multinode_evals\": ";
-  AppendMatrixList(out, b.multinode_evals);
-  out += ", \"multinode_agentic_evals\": ";
-  AppendMatrixList(out, b.multinode_agentic_evals);
+  using List = std::vector<MatrixEntry> MatrixBuckets::*;
+  static const std::pair<const char*, List> kEvalLists[] = {
+      {"evals", &MatrixBuckets::evals},
+      {"agentic_evals", &MatrixBuckets::agentic_evals},
+      {"multinode_evals", &MatrixBuckets::multinode_evals},
+      {"multinode_agentic_evals", &MatrixBuckets::multinode_agentic_evals},
+  };
+  for (const auto& [key, list] : kEvalLists) {
+    out += ", \"";
+    out += key;
+    out += "\": ";
+    AppendMatrixList(out, b.*list);
+  }
   out += '}';
 }
 

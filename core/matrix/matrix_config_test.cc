@@ -84,6 +84,19 @@ std::string LoadError(const std::string& text) {
 
 #define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
+// kConfig with `from` replaced by `to`, and a part of the error it must give.
+struct Broken {
+  std::string from, to, error;
+};
+
+// Each break, one at a time, is a load error holding its part.
+void ExpectErrors(std::initializer_list<Broken> breaks) {
+  for (const Broken& b : breaks) {
+    SCOPED_TRACE(b.to);
+    EXPECT_HAS(LoadError(Replace(kConfig, b.from, b.to)), b.error);
+  }
+}
+
 TEST(MatrixConfig, TheExampleLoadsWithDefaultsAndOrder) {
   MasterConfig c;
   Status s = AppendMasterConfigString(kConfig, "m.yaml", c);
@@ -107,111 +120,131 @@ TEST(MatrixConfig, TheExampleLoadsWithDefaultsAndOrder) {
 }
 
 TEST(MatrixConfig, UnknownKeysAreRejectedEverywhere) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "  precision: fp4\n  framework: vllm\n  multinode: false\n  scenarios:\n    fixed",
-                               "  precision: fp4\n  framework: vllm\n  multinode: false\n  colour: red\n  scenarios:\n    fixed")),
-             "m.yaml:9:3: sn-fixed: field 'colour': Extra inputs are not permitted (unknown field; allowed: image,");
-  EXPECT_HAS(LoadError(Replace(kConfig, "{ tp: 4, conc-start", "{ tp: 4, tpp: 2, conc-start")),
-             "sn-fixed: field 'scenarios.fixed-seq-len[0].search-space[0].tpp': Extra inputs are not permitted");
-  EXPECT_HAS(LoadError(Replace(kConfig, "pp: 2,", "pp: 2, colour: 1,")),
-             "mn-fixed: field 'scenarios.fixed-seq-len[0].search-space[0].prefill.colour': Extra inputs");
-  EXPECT_HAS(LoadError(Replace(kConfig, "{name: simple}", "{name: simple, size: 1}")),
-             "field 'scenarios.agentic-coding[0].search-space[0].kv-offload-backend.size': Extra inputs");
-  EXPECT_HAS(LoadError(Replace(kConfig, "    - isl: 8192\n      osl: 1024\n", "    - isl: 8192\n      osl: 1024\n      duration: 5\n")),
-             "field 'scenarios.fixed-seq-len[0].duration': Extra inputs");
-  EXPECT_HAS(LoadError(Replace(kConfig, "    fixed-seq-len:\n    - isl: 8192", "    fixed:\n    - isl: 8192")),
-             "field 'scenarios.fixed': Extra inputs are not permitted (unknown field; allowed: fixed-seq-len, agentic-coding)");
+  ExpectErrors({
+      {"  precision: fp4\n  framework: vllm\n  multinode: false\n  scenarios:\n    fixed",
+       "  precision: fp4\n  framework: vllm\n  multinode: false\n  colour: red\n  scenarios:\n    fixed",
+       "m.yaml:9:3: sn-fixed: field 'colour': Extra inputs are not permitted (unknown field; allowed: image,"},
+      {"{ tp: 4, conc-start", "{ tp: 4, tpp: 2, conc-start",
+       "sn-fixed: field 'scenarios.fixed-seq-len[0].search-space[0].tpp': Extra inputs are not permitted"},
+      {"pp: 2,", "pp: 2, colour: 1,",
+       "mn-fixed: field 'scenarios.fixed-seq-len[0].search-space[0].prefill.colour': Extra inputs"},
+      {"{name: simple}", "{name: simple, size: 1}",
+       "field 'scenarios.agentic-coding[0].search-space[0].kv-offload-backend.size': Extra inputs"},
+      {"    - isl: 8192\n      osl: 1024\n", "    - isl: 8192\n      osl: 1024\n      duration: 5\n",
+       "field 'scenarios.fixed-seq-len[0].duration': Extra inputs"},
+      {"    fixed-seq-len:\n    - isl: 8192", "    fixed:\n    - isl: 8192",
+       "field 'scenarios.fixed': Extra inputs are not permitted (unknown field; allowed: fixed-seq-len, agentic-coding)"},
+  });
 }
 
 TEST(MatrixConfig, RangeAndListTogetherOrNeither) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "conc-start: 1, conc-end: 32", "conc-start: 1, conc-end: 32, conc-list: [1]")),
-             "m.yaml:14:9: sn-fixed: field 'scenarios.fixed-seq-len[0].search-space[0]': Cannot specify both "
-             "'conc-list' and 'conc-start'/'conc-end'");
-  EXPECT_HAS(LoadError(Replace(kConfig, "conc-start: 1, conc-end: 32", "conc-start: 1")),
-             "Must specify either 'conc-list' or both 'conc-start' and 'conc-end'");
-  EXPECT_HAS(LoadError(Replace(kConfig, "conc-list: [4, 2, 4]", "conc-list: []")), "conc-list must not be empty");
+  ExpectErrors({
+      {"conc-start: 1, conc-end: 32", "conc-start: 1, conc-end: 32, conc-list: [1]",
+       "m.yaml:14:9: sn-fixed: field 'scenarios.fixed-seq-len[0].search-space[0]': Cannot specify both "
+       "'conc-list' and 'conc-start'/'conc-end'"},
+      {"conc-start: 1, conc-end: 32", "conc-start: 1",
+       "Must specify either 'conc-list' or both 'conc-start' and 'conc-end'"},
+      {"conc-list: [4, 2, 4]", "conc-list: []", "conc-list must not be empty"},
+  });
 }
 
 TEST(MatrixConfig, StartAfterEnd) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "conc-start: 1, conc-end: 32", "conc-start: 64, conc-end: 32")),
-             "field 'scenarios.fixed-seq-len[0].search-space[0].conc-start': conc-start (64) must be <= conc-end (32)");
+  ExpectErrors({
+      {"conc-start: 1, conc-end: 32", "conc-start: 64, conc-end: 32",
+       "field 'scenarios.fixed-seq-len[0].search-space[0].conc-start': conc-start (64) must be <= conc-end (32)"},
+  });
 }
 
 TEST(MatrixConfig, NonPositiveValues) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "{ tp: 4,", "{ tp: 0,")),
-             "field 'scenarios.fixed-seq-len[0].search-space[0].tp': Input should be greater than 0, got 0");
-  EXPECT_HAS(LoadError(Replace(kConfig, "conc-list: [4, 2, 4]", "conc-list: [4, -2]")),
-             "field 'scenarios.agentic-coding[0].search-space[0].conc-list[1]': Input should be greater than 0, got -2");
-  EXPECT_HAS(LoadError(Replace(kConfig, "    - isl: 8192", "    - isl: 0")), "field 'scenarios.fixed-seq-len[0].isl'");
-  EXPECT_HAS(LoadError(Replace(kConfig, "num-worker: 0", "num-worker: -1")),
-             "decode.num-worker': Input should be greater than or equal to 0, got -1");
-  EXPECT_HAS(LoadError(Replace(kConfig, "dram-utilization: 0.95", "dram-utilization: 1.5")),
-             "dram-utilization is a fraction of host DRAM and must be in (0, 1], got 1.5");
+  ExpectErrors({
+      {"{ tp: 4,", "{ tp: 0,",
+       "field 'scenarios.fixed-seq-len[0].search-space[0].tp': Input should be greater than 0, got 0"},
+      {"conc-list: [4, 2, 4]", "conc-list: [4, -2]",
+       "field 'scenarios.agentic-coding[0].search-space[0].conc-list[1]': Input should be greater than 0, got -2"},
+      {"    - isl: 8192", "    - isl: 0", "field 'scenarios.fixed-seq-len[0].isl'"},
+      {"num-worker: 0", "num-worker: -1", "decode.num-worker': Input should be greater than or equal to 0, got -1"},
+      {"dram-utilization: 0.95", "dram-utilization: 1.5",
+       "dram-utilization is a fraction of host DRAM and must be in (0, 1], got 1.5"},
+  });
 }
 
 TEST(MatrixConfig, WrongTypes) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "{ tp: 4,", "{ tp: four,")), "Input should be a valid integer, got a string 'four'");
-  EXPECT_HAS(LoadError(Replace(kConfig, "  multinode: false\n  scenarios:\n    fixed", "  multinode: maybe\n  scenarios:\n    fixed")),
-             "field 'multinode': Input should be a valid boolean, got a string 'maybe'");
-  EXPECT_HAS(LoadError(Replace(kConfig, "  precision: fp4\n  framework: vllm\n  multinode: false\n  scenarios:\n    fixed",
-                               "  precision: 8\n  framework: vllm\n  multinode: false\n  scenarios:\n    fixed")),
-             "field 'precision': Input should be a valid string, got an integer (8)");
-  EXPECT_HAS(LoadError(Replace(kConfig, "version: \"1.0\"", "version: 1.0")),
-             "field 'router.version': Input should be a valid string, got a number (1.0)");
-  EXPECT_HAS(LoadError(Replace(kConfig, "kv-offloading: dram", "kv-offloading: ssd")),
-             "Input should be 'none', 'dram', got 'ssd'");
+  ExpectErrors({
+      {"{ tp: 4,", "{ tp: four,", "Input should be a valid integer, got a string 'four'"},
+      {"  multinode: false\n  scenarios:\n    fixed", "  multinode: maybe\n  scenarios:\n    fixed",
+       "field 'multinode': Input should be a valid boolean, got a string 'maybe'"},
+      {"  precision: fp4\n  framework: vllm\n  multinode: false\n  scenarios:\n    fixed",
+       "  precision: 8\n  framework: vllm\n  multinode: false\n  scenarios:\n    fixed",
+       "field 'precision': Input should be a valid string, got an integer (8)"},
+      {"version: \"1.0\"", "version: 1.0",
+       "field 'router.version': Input should be a valid string, got a number (1.0)"},
+      {"kv-offloading: dram", "kv-offloading: ssd", "Input should be 'none', 'dram', got 'ssd'"},
+  });
 }
 
 TEST(MatrixConfig, AgenticRunnerMustBeACluster) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "runner: cluster:b300-nv", "runner: b300")),
-             "m.yaml:19:11: sn-agentic: field 'runner': agentic-coding scenarios run only on cluster runners: runner "
-             "'b300' must start with 'cluster:'");
+  ExpectErrors({
+      {"runner: cluster:b300-nv", "runner: b300",
+       "m.yaml:19:11: sn-agentic: field 'runner': agentic-coding scenarios run only on cluster runners: runner "
+       "'b300' must start with 'cluster:'"},
+  });
 }
 
 TEST(MatrixConfig, DramOffloadNeedsDramUtilization) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "    - dram-utilization: 0.95\n      search-space:", "    - search-space:")),
-             "field 'scenarios.agentic-coding[0].search-space[0].kv-offloading': kv-offloading: dram needs "
-             "'dram-utilization'");
+  ExpectErrors({
+      {"    - dram-utilization: 0.95\n      search-space:", "    - search-space:",
+       "field 'scenarios.agentic-coding[0].search-space[0].kv-offloading': kv-offloading: dram needs "
+       "'dram-utilization'"},
+  });
 }
 
 TEST(MatrixConfig, RouterScope) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "      - conc-list: [8, 16]\n", "      - conc-list: [8, 16]\n        router: {name: r}\n")),
-             "router scope: a router is given both for the config (at m.yaml:37:11) and in this search-space entry");
-  EXPECT_HAS(LoadError(Replace(kConfig, "  runner: b300\n", "  runner: b300\n  router: {name: r}\n")),
-             "sn-fixed: field 'router': router scope: a config-level router applies to multinode configs only");
+  ExpectErrors({
+      {"      - conc-list: [8, 16]\n", "      - conc-list: [8, 16]\n        router: {name: r}\n",
+       "router scope: a router is given both for the config (at m.yaml:37:11) and in this search-space entry"},
+      {"  runner: b300\n", "  runner: b300\n  router: {name: r}\n",
+       "sn-fixed: field 'router': router scope: a config-level router applies to multinode configs only"},
+  });
 }
 
 TEST(MatrixConfig, KvP2pTransferOnlyForMultinode) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "  runner: b300\n", "  runner: b300\n  kv-p2p-transfer: nixl\n")),
-             "sn-fixed: field 'kv-p2p-transfer': kv-p2p-transfer is only for multinode configs");
-  EXPECT_HAS(LoadError(Replace(kConfig, "{ tp: 4, conc-start", "{ tp: 4, kv-p2p-transfer: nixl, conc-start")),
-             "field 'scenarios.fixed-seq-len[0].search-space[0].kv-p2p-transfer': kv-p2p-transfer is only for multinode");
-  EXPECT_HAS(LoadError(Replace(kConfig, "      - conc-list: [1]\n", "      - conc-list: [1]\n        kv-p2p-transfer: ucx\n")),
-             "kv-p2p-transfer is given both for the config and in this search-space entry");
+  ExpectErrors({
+      {"  runner: b300\n", "  runner: b300\n  kv-p2p-transfer: nixl\n",
+       "sn-fixed: field 'kv-p2p-transfer': kv-p2p-transfer is only for multinode configs"},
+      {"{ tp: 4, conc-start", "{ tp: 4, kv-p2p-transfer: nixl, conc-start",
+       "field 'scenarios.fixed-seq-len[0].search-space[0].kv-p2p-transfer': kv-p2p-transfer is only for multinode"},
+      {"      - conc-list: [1]\n", "      - conc-list: [1]\n        kv-p2p-transfer: ucx\n",
+       "kv-p2p-transfer is given both for the config and in this search-space entry"},
+  });
 }
 
 TEST(MatrixConfig, TpDivisibleByDcpSize) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "tp: 8, dcp-size: 4", "tp: 8, dcp-size: 3")),
-             "field 'scenarios.agentic-coding[0].search-space[0]': tp (8) must be divisible by dcp-size (3)");
-  EXPECT_HAS(LoadError(Replace(kConfig, "tp: 4, ep: 4, dp-attn: true, pp: 2", "tp: 4, ep: 4, dp-attn: true, pp: 2, dcp-size: 8")),
-             "field 'scenarios.fixed-seq-len[0].search-space[0].prefill': tp (4) must be divisible by dcp-size (8)");
+  ExpectErrors({
+      {"tp: 8, dcp-size: 4", "tp: 8, dcp-size: 3",
+       "field 'scenarios.agentic-coding[0].search-space[0]': tp (8) must be divisible by dcp-size (3)"},
+      {"tp: 4, ep: 4, dp-attn: true, pp: 2", "tp: 4, ep: 4, dp-attn: true, pp: 2, dcp-size: 8",
+       "field 'scenarios.fixed-seq-len[0].search-space[0].prefill': tp (4) must be divisible by dcp-size (8)"},
+  });
 }
 
 TEST(MatrixConfig, ShapeMustMatchMultinode) {
-  EXPECT_HAS(LoadError(Replace(kConfig,
-                               "      - conc-list: [1]\n        prefill: { num-worker: 1, tp: 4, ep: 1, dp-attn: false }\n"
-                               "        decode: { num-worker: 1, tp: 4, ep: 1, dp-attn: false }\n",
-                               "      - { tp: 4, conc-list: [1] }\n")),
-             "mn-agentic: field 'scenarios.agentic-coding[0].search-space[0]': this search-space entry has the "
-             "single-node shape ('tp') but the config says multinode: true");
-  EXPECT_HAS(LoadError(Replace(kConfig, "{ tp: 4, conc-start: 1, conc-end: 32 }",
-                               "{ prefill: {num-worker: 1, tp: 1, ep: 1, dp-attn: false}, conc-list: [1] }")),
-             "has the multinode shape ('prefill'/'decode') but the config says multinode: false");
+  ExpectErrors({
+      {"      - conc-list: [1]\n        prefill: { num-worker: 1, tp: 4, ep: 1, dp-attn: false }\n"
+       "        decode: { num-worker: 1, tp: 4, ep: 1, dp-attn: false }\n",
+       "      - { tp: 4, conc-list: [1] }\n",
+       "mn-agentic: field 'scenarios.agentic-coding[0].search-space[0]': this search-space entry has the "
+       "single-node shape ('tp') but the config says multinode: true"},
+      {"{ tp: 4, conc-start: 1, conc-end: 32 }",
+       "{ prefill: {num-worker: 1, tp: 1, ep: 1, dp-attn: false}, conc-list: [1] }",
+       "has the multinode shape ('prefill'/'decode') but the config says multinode: false"},
+  });
 }
 
 TEST(MatrixConfig, WildcardInAKey) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "sn-fixed:", "sn-*:")),
-             "m.yaml:1:1: config key 'sn-*' contains the wildcard character '*'");
-  EXPECT_HAS(LoadError(Replace(kConfig, "sn-fixed:", "sn-fixed?:")), "wildcard character '?'");
+  ExpectErrors({
+      {"sn-fixed:", "sn-*:", "m.yaml:1:1: config key 'sn-*' contains the wildcard character '*'"},
+      {"sn-fixed:", "sn-fixed?:", "wildcard character '?'"},
+  });
 }
 
 TEST(MatrixConfig, DuplicateKeysAcrossFiles) {
@@ -247,12 +280,13 @@ TEST(MatrixConfig, EmptyNonMappingCorruptedAndMissingFiles) {
 }
 
 TEST(MatrixConfig, MissingRequiredFields) {
-  EXPECT_HAS(LoadError(Replace(kConfig, "  image: img:1\n  model: org/model\n  model-prefix: m\n  runner: b300\n",
-                               "  model: org/model\n  model-prefix: m\n  runner: b300\n")),
-             "sn-fixed: field 'image': Field required");
-  EXPECT_HAS(LoadError(Replace(kConfig, "decode: { num-worker: 0, tp: 8, ep: 1, dp-attn: false }",
-                               "decode: { num-worker: 0, tp: 8, ep: 1 }")),
-             "field 'scenarios.fixed-seq-len[0].search-space[0].decode.dp-attn': Field required");
+  ExpectErrors({
+      {"  image: img:1\n  model: org/model\n  model-prefix: m\n  runner: b300\n",
+       "  model: org/model\n  model-prefix: m\n  runner: b300\n",
+       "sn-fixed: field 'image': Field required"},
+      {"decode: { num-worker: 0, tp: 8, ep: 1, dp-attn: false }", "decode: { num-worker: 0, tp: 8, ep: 1 }",
+       "field 'scenarios.fixed-seq-len[0].search-space[0].decode.dp-attn': Field required"},
+  });
 }
 
 TEST(MatrixConfig, TheFixtureLoads) {

@@ -41,6 +41,17 @@ void Sep(std::string& out) { out += ", "; }
 
 void Bool(std::string& out, bool b) { out += b ? "true" : "false"; }
 
+// "[a, b, ...]", each item written by `append`.
+template <class T, class Append>
+void List(std::string& out, const std::vector<T>& items, Append append) {
+  out += '[';
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) Sep(out);
+    append(out, items[i]);
+  }
+  out += ']';
+}
+
 // `canonical`: one key order whatever was written, for identities (the
 // reference compares these objects as dicts, where order does not count).
 void Named(std::string& out, const NamedVersion& nv, bool canonical = false) {
@@ -88,12 +99,7 @@ void Worker(std::string& out, const WorkerSpec& w, bool canonical = false) {
       case F::kDpAttn: field("dp-attn"), Bool(out, w.dp_attn); break;
       case F::kAdditionalSettings: {
         field("additional-settings");
-        out += '[';
-        for (size_t i = 0; i < w.additional_settings.size(); ++i) {
-          if (i) Sep(out);
-          AppendJsonString(out, w.additional_settings[i]);
-        }
-        out += ']';
+        List(out, w.additional_settings, [](std::string& o, const std::string& v) { AppendJsonString(o, v); });
         break;
       }
       case F::kPp: field("pp"), AppendJsonInt(out, w.pp), pp = true; break;
@@ -107,14 +113,7 @@ void Worker(std::string& out, const WorkerSpec& w, bool canonical = false) {
   out += '}';
 }
 
-void IntList(std::string& out, const std::vector<int64_t>& v) {
-  out += '[';
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) Sep(out);
-    AppendJsonInt(out, v[i]);
-  }
-  out += ']';
-}
+void IntList(std::string& out, const std::vector<int64_t>& v) { List(out, v, AppendJsonInt); }
 
 void Str(std::string& out, const char* key, const std::string& value) {
   Sep(out);
@@ -287,12 +286,7 @@ void AppendMultinodeIdentity(std::string& out, const MatrixEntry& e) {
 }
 
 void AppendMatrixList(std::string& out, const std::vector<MatrixEntry>& entries) {
-  out += '[';
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i) Sep(out);
-    AppendMatrixEntry(out, entries[i]);
-  }
-  out += ']';
+  List(out, entries, [](std::string& o, const MatrixEntry& e) { AppendMatrixEntry(o, e); });
 }
 
 std::string MatrixToJson(const std::vector<MatrixEntry>& entries) {

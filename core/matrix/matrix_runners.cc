@@ -30,12 +30,7 @@ RunnerConfig Load(const YamlDoc& doc) {
   RunnerConfig rc;
   rc.file = doc.name();
   const uint32_t labels = c.Required(root, "", "labels");
-  c.RequireMap(labels, "labels");
-  const YNode& lm = doc.node(labels);
-  for (size_t k = 0; k < lm.items.size(); k += 2) {
-    const std::string name = c.Str(lm.items[k], "labels");
-    const std::string path = FieldPath("labels", name);
-    const uint32_t list = lm.items[k + 1];
+  c.ForEachEntry(labels, "labels", [&](const std::string& name, const std::string& path, uint32_t list) {
     c.RequireSeq(list, path);
     RunnerLabel label;
     label.name = name;
@@ -43,46 +38,35 @@ RunnerConfig Load(const YamlDoc& doc) {
     for (size_t i = 0; i < ln.items.size(); ++i) label.nodes.push_back(c.Str(ln.items[i], FieldIndex(path, i)));
     rc.label_index.emplace(name, rc.labels.size());
     rc.labels.push_back(std::move(label));
-  }
+  });
   const uint32_t hw = c.Optional(root, "hardware");
-  if (hw != YamlDoc::kNoNode) {
-    c.RequireMap(hw, "hardware");
-    const YNode& hm = doc.node(hw);
-    for (size_t k = 0; k < hm.items.size(); k += 2) {
-      const std::string name = c.Str(hm.items[k], "hardware");
-      const std::string path = FieldPath("hardware", name);
-      const uint32_t entry = hm.items[k + 1];
-      c.CheckKeys(entry, path, {"available-cpu-dram-mib", "gpus-per-node"});
-      RunnerHardware h;
-      h.available_cpu_dram_mib = c.Positive(c.Required(entry, path, "available-cpu-dram-mib"),
-                                            FieldPath(path, "available-cpu-dram-mib"));
-      h.gpus_per_node = c.Positive(c.Required(entry, path, "gpus-per-node"), FieldPath(path, "gpus-per-node"));
-      rc.hardware.emplace(name, h);
-    }
-  }
+  if (hw == YamlDoc::kNoNode) return rc;
+  c.ForEachEntry(hw, "hardware", [&](const std::string& name, const std::string& path, uint32_t entry) {
+    c.CheckKeys(entry, path, {"available-cpu-dram-mib", "gpus-per-node"});
+    RunnerHardware h;
+    h.available_cpu_dram_mib = c.Positive(c.Required(entry, path, "available-cpu-dram-mib"),
+                                          FieldPath(path, "available-cpu-dram-mib"));
+    h.gpus_per_node = c.Positive(c.Required(entry, path, "gpus-per-node"), FieldPath(path, "gpus-per-node"));
+    rc.hardware.emplace(name, h);
+  });
   return rc;
+}
+
+Result<RunnerConfig> LoadParsed(const Result<YamlDoc>& doc) {
+  if (!doc) return doc.error();
+  try {
+    return Load(doc.value());
+  } catch (const YamlCheckError& e) {
+    return Error{e.what()};
+  }
 }
 
 }  // namespace
 
 Result<RunnerConfig> LoadRunnerConfigString(std::string_view text, const std::string& name) {
-  Result<YamlDoc> doc = YamlDoc::Parse(text, name);
-  if (!doc) return doc.error();
-  try {
-    return Load(doc.value());
-  } catch (const YamlCheckError& e) {
-    return Error{e.what()};
-  }
+  return LoadParsed(YamlDoc::Parse(text, name));
 }
 
-Result<RunnerConfig> LoadRunnerConfigFile(const std::string& path) {
-  Result<YamlDoc> doc = YamlDoc::ParseFile(path);
-  if (!doc) return doc.error();
-  try {
-    return Load(doc.value());
-  } catch (const YamlCheckError& e) {
-    return Error{e.what()};
-  }
-}
+Result<RunnerConfig> LoadRunnerConfigFile(const std::string& path) { return LoadParsed(YamlDoc::ParseFile(path)); }
 
 }  // namespace ix

@@ -41,6 +41,16 @@ std::string SingleNode(const std::string& key, const std::string& runner, const 
          "\n  precision: fp4\n  framework: vllm\n  multinode: false\n  scenarios:\n    " + scenario + ":\n" + rows;
 }
 
+// Two single-node 8k1k configs: `a` at conc 1, `b` at conc 2.
+Fixture TwoConfigs(const std::string& a, const std::string& b) {
+  auto config = [](const std::string& key, int conc) {
+    return SingleNode(key, "b300", "fixed-seq-len",
+                      "    - isl: 8192\n      osl: 1024\n      search-space:\n      - { tp: 4, conc-list: [" +
+                          std::to_string(conc) + "] }\n");
+  };
+  return Load(config(a, 1) + config(b, 2));
+}
+
 std::vector<int64_t> Concs(const std::vector<MatrixEntry>& m) {
   std::vector<int64_t> out;
   for (const MatrixEntry& e : m) out.push_back(e.conc);
@@ -155,10 +165,7 @@ TEST(Matrix, AgenticEvalsOnePerModelOrPerTopology) {
 }
 
 TEST(Matrix, ModelPrefixFiltersOnTheKey) {
-  Fixture f = Load(SingleNode("dsv4-a", "b300", "fixed-seq-len",
-                              "    - isl: 8192\n      osl: 1024\n      search-space:\n      - { tp: 4, conc-list: [1] }\n") +
-                   SingleNode("other", "b300", "fixed-seq-len",
-                              "    - isl: 8192\n      osl: 1024\n      search-space:\n      - { tp: 4, conc-list: [2] }\n"));
+  Fixture f = TwoConfigs("dsv4-a", "other");
   SweepOptions o;
   o.model_prefixes = {"dsv4"};  // the model-prefix field is "m" in both
   EXPECT_EQ(Concs(Gen(f, o)), (std::vector<int64_t>{1}));
@@ -167,10 +174,7 @@ TEST(Matrix, ModelPrefixFiltersOnTheKey) {
 }
 
 TEST(Matrix, TestConfigGlobsAndConcOverride) {
-  Fixture f = Load(SingleNode("dsv4-a", "b300", "fixed-seq-len",
-                              "    - isl: 8192\n      osl: 1024\n      search-space:\n      - { tp: 4, conc-list: [1] }\n") +
-                   SingleNode("dsv4-b", "b300", "fixed-seq-len",
-                              "    - isl: 8192\n      osl: 1024\n      search-space:\n      - { tp: 4, conc-list: [2] }\n"));
+  Fixture f = TwoConfigs("dsv4-a", "dsv4-b");
   SweepOptions o;
   o.command = SweepOptions::Command::kTestConfig;
   o.config_keys = {"dsv4-b", "dsv4-?"};  // given order, then pattern matches not yet taken

@@ -19,6 +19,10 @@ struct YamlCheckError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// "a.b" and "a[3]" for field paths.
+std::string FieldPath(const std::string& parent, const std::string& key);
+std::string FieldIndex(const std::string& parent, size_t i);
+
 // Invariant: the document outlives the check (it holds a reference).
 class YamlCheck {
  public:
@@ -37,6 +41,18 @@ class YamlCheck {
   uint32_t Optional(uint32_t map, const char* key) const { return doc_.Find(map, key); }
   uint32_t Required(uint32_t map, const std::string& path, const char* key) const;
 
+  // Calls fn(key, path of the value, value) for each entry of mapping `map`
+  // at `path`, in written order; every key must be a string.
+  template <class Fn>
+  void ForEachEntry(uint32_t map, const std::string& path, Fn&& fn) const {
+    RequireMap(map, path);
+    const YNode& m = node(map);
+    for (size_t k = 0; k + 1 < m.items.size(); k += 2) {
+      const std::string key = Str(m.items[k], path);
+      fn(key, FieldPath(path, key), m.items[k + 1]);
+    }
+  }
+
   std::string Str(uint32_t id, const std::string& path) const;
   int64_t Int(uint32_t id, const std::string& path) const;
   int64_t Positive(uint32_t id, const std::string& path) const;
@@ -50,8 +66,5 @@ class YamlCheck {
   std::string key_;
 };
 
-// "a.b" and "a[3]" for field paths.
-std::string FieldPath(const std::string& parent, const std::string& key);
-std::string FieldIndex(const std::string& parent, size_t i);
 
 }  // namespace ix
