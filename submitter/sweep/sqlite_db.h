@@ -172,4 +172,20 @@ Status RunSql(const SqliteDb& db, const char* sql, const std::string& what, cons
   return Ok{};
 }
 
+// Prepares `sql` once and runs it for each of `items`, bound by
+// `bind(statement, item)`. Errors: "PATH: cannot prepare to WHAT: ..." and
+// "PATH: cannot NAME(item): ...", at the first item that fails.
+template <class T, class Bind, class Name>
+Status RunForEach(const SqliteDb& db, const char* sql, const std::string& what, const std::vector<T>& items,
+                  Bind&& bind, Name&& name) {
+  SqlStatement s(db, sql);
+  if (!s.ok()) return db.Fail("cannot prepare to " + what);
+  for (const T& item : items) {
+    s.Reset();
+    bind(s, item);
+    if (s.Step() != SqlStatement::kDone) return db.Fail("cannot " + name(item));
+  }
+  return Ok{};
+}
+
 }  // namespace ix

@@ -167,35 +167,33 @@ Status InsertSweep(const SqliteDb& db, const std::string& id, const NewSweep& sw
 
 Status InsertJobs(const SqliteDb& db, const std::string& sweep_id, const std::vector<NewJob>& jobs,
                   int64_t first_seq) {
-  SqlStatement s(db,
-                 "INSERT INTO jobs (sweep_id, job_key, seq, kind, job_name, script_path, array_size, throttle, "
-                 "depends_on, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'planned')");
-  if (!s.ok()) return db.Fail("cannot prepare to add jobs");
   int64_t seq = first_seq;
-  for (const NewJob& j : jobs) {
-    s.Reset();
-    s.BindAll(sweep_id, j.key, seq++, JobKindName(j.kind), j.job_name, j.script_path, j.array_size, j.throttle,
-              NullIfEmpty(j.depends_on));
-    if (s.Step() != SqlStatement::kDone) return db.Fail("cannot add job '" + j.key + "' to sweep " + sweep_id);
-  }
-  return Ok{};
+  return RunForEach(
+      db,
+      "INSERT INTO jobs (sweep_id, job_key, seq, kind, job_name, script_path, array_size, throttle, depends_on, "
+      "state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'planned')",
+      "add jobs", jobs,
+      [&](SqlStatement& s, const NewJob& j) {
+        s.BindAll(sweep_id, j.key, seq++, JobKindName(j.kind), j.job_name, j.script_path, j.array_size, j.throttle,
+                  NullIfEmpty(j.depends_on));
+      },
+      [&](const NewJob& j) { return "add job '" + j.key + "' to sweep " + sweep_id; });
 }
 
 Status InsertEntries(const SqliteDb& db, const std::string& sweep_id, const std::vector<NewEntry>& entries,
                      double now) {
-  SqlStatement s(db,
-                 "INSERT INTO entries (sweep_id, entry_index, job_key, array_index, bucket, config_key, arm, recipe, "
-                 "conc, entry_json, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11)");
-  if (!s.ok()) return db.Fail("cannot prepare to add entries");
-  for (const NewEntry& e : entries) {
-    s.Reset();
-    s.BindAll(sweep_id, e.index, e.job_key, e.array_index, e.bucket, e.config_key, e.arm, e.recipe, e.conc,
-              e.entry_json, now);
-    if (s.Step() != SqlStatement::kDone) {
-      return db.Fail("cannot add entry " + std::to_string(e.index) + " (job '" + e.job_key + "') to sweep " + sweep_id);
-    }
-  }
-  return Ok{};
+  return RunForEach(
+      db,
+      "INSERT INTO entries (sweep_id, entry_index, job_key, array_index, bucket, config_key, arm, recipe, conc, "
+      "entry_json, state, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending', ?11)",
+      "add entries", entries,
+      [&](SqlStatement& s, const NewEntry& e) {
+        s.BindAll(sweep_id, e.index, e.job_key, e.array_index, e.bucket, e.config_key, e.arm, e.recipe, e.conc,
+                  e.entry_json, now);
+      },
+      [&](const NewEntry& e) {
+        return "add entry " + std::to_string(e.index) + " (job '" + e.job_key + "') to sweep " + sweep_id;
+      });
 }
 
 // ---- lookups ------------------------------------------------------------------------

@@ -54,6 +54,83 @@ std::string Env(const char* name) {
   return v ? v : "";
 }
 
+// How the step of one entry ended: srun's status (127 when it could not be
+// started) and, when it failed, why and in which process.
+struct StepOutcome {
+  int code = 127;
+  std::string reason, process;
+};
+
+// The failure.json the step left in `rdir`, else srun's status, as why the
+// step failed.
+void ExplainFailure(const std::string& rdir, StepOutcome& o) {
+  int err = 0;
+  const std::string f = ReadFileText(rdir + "/failure.json", &err);
+  rapidjson::Document d;
+  if (!err) d.Parse(f.c_str());
+  if (!err && !d.HasParseError() && d.IsObject() && d.HasMember("reason") && d["reason"].IsString()) {
+    o.reason = d["reason"].GetString();
+    o.process = d.HasMember("process") && d["process"].IsString() ? d["process"].GetString() : "";
+  } else {
+    o.reason = "srun exited with status " + std::to_string(o.code) + " (see " + rdir + "/step.log)";
+  }
+}
+
+// Runs the step (`argv`, srun) with its output in `rdir`/step.log and waits
+// for it.
+StepOutcome RunStep(const std::vector<std::string>& argv, const std::string& rdir) {
+  SpawnSpec spec;
+  spec.name = "srun";
+  spec.argv = argv;
+  spec.env = BuildEnvironment(CurrentEnvironment(), {{"IX_RESULT_DIR", rdir}});
+  spec.log_path = rdir + "/step.log";
+  Result<SpawnedProcess> p = Spawn(spec);
+  StepOutcome o;
+  if (!p) {
+    o.reason = p.error().message;
+    return o;
+  }
+  int st = 0;
+  while (::waitpid(p.value().id.pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  if (o.code != 0) ExplainFailure(rdir, o);
+  return o;
+}
+
+// Fail fast within the bucket: the rest of array `array_job`, never this
+// task `task` (its own FAILED state is the record of why).
+void CancelRestOfArray(const std::string& array_job, const std::string& task) {
+  RealSlurmCli cli(CurrentEnvironment());
+  const int64_t id = std::strtoll(array_job.c_str(), nullptr, 10);
+  if (Status s = cli.Cancel({array_job}, SlurmState::kPending); !s) std::fprintf(stderr, "%s\n", s.error().message.c_str());
+  Result<std::vector<QueueTask>> q = cli.Queue({id});
+  std::vector<std::string> others;
+  if (q) {
+    for (const QueueTask& t : q.value()) {
+      if (t.id.ToString() != task && !Final(t.state)) others.push_back(t.id.ToString());
+    }
+  }
+  if (!others.empty()) (void)cli.Cancel(others);
+  std::printf("ixsubmit task: fail-fast: cancelled the rest of array %s\n", array_job.c_str());
+}
+
+// --sweep-dir DIR --job KEY; an exit status (after saying why) when the
+// arguments are not that.
+std::optional<int> ParseTaskArgs(const std::vector<std::string>& args, std::string& dir, std::string& key) {
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    if (args[i] == "--sweep-dir") dir = args[i + 1];
+    else if (args[i] == "--job") key = args[i + 1];
+    else return std::cerr << "ixsubmit task: unknown argument " << args[i] << "\n", 2;
+  }
+  if (dir.empty() || key.empty()) {
+    std::cerr << "Usage: ixsubmit task --sweep-dir DIR --job KEY\n"
+                 "Runs one entry of a sweep inside its Slurm job (the sweep's batch scripts call it).\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<TaskStatus> ReadTaskStatus(const std::string& dir, const std::string& sweep_id) {
@@ -78,16 +155,7 @@ std::optional<TaskStatus> ReadTaskStatus(const std::string& dir, const std::stri
 
 int RunTaskCommand(const std::vector<std::string>& args) {
   std::string dir, key;
-  for (size_t i = 0; i + 1 < args.size(); i += 2) {
-    if (args[i] == "--sweep-dir") dir = args[i + 1];
-    else if (args[i] == "--job") key = args[i + 1];
-    else return std::cerr << "ixsubmit task: unknown argument " << args[i] << "\n", 2;
-  }
-  if (dir.empty() || key.empty()) {
-    std::cerr << "Usage: ixsubmit task --sweep-dir DIR --job KEY\n"
-                 "Runs one entry of a sweep inside its Slurm job (the sweep's batch scripts call it).\n";
-    return 2;
-  }
+  if (std::optional<int> usage = ParseTaskArgs(args, dir, key)) return *usage;
   Result<SweepManifest> m = ReadSweepManifest(dir);
   if (!m) return std::cerr << "ixsubmit task: " << m.error().message << "\n", 1;
   const PlannedJob* job = nullptr;
@@ -120,55 +188,14 @@ int RunTaskCommand(const std::vector<std::string>& args) {
     if (a.rfind("--container-image=", 0) == 0) std::printf("ixsubmit task: container image %s\n", a.c_str() + 18);
   }
   std::fflush(stdout);
-  SpawnSpec spec;
-  spec.name = "srun";
-  spec.argv = argv;
-  spec.env = BuildEnvironment(CurrentEnvironment(), {{"IX_RESULT_DIR", rdir}});
-  spec.log_path = rdir + "/step.log";
-  Result<SpawnedProcess> p = Spawn(spec);
-  int code = 127;
-  std::string reason, process;
-  if (!p) {
-    reason = p.error().message;
-  } else {
-    int st = 0;
-    while (::waitpid(p.value().id.pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  }
-  if (code != 0 && reason.empty()) {
-    int err = 0;
-    const std::string f = ReadFileText(rdir + "/failure.json", &err);
-    rapidjson::Document d;
-    if (!err) d.Parse(f.c_str());
-    if (!err && !d.HasParseError() && d.IsObject() && d.HasMember("reason") && d["reason"].IsString()) {
-      reason = d["reason"].GetString();
-      process = d.HasMember("process") && d["process"].IsString() ? d["process"].GetString() : "";
-    } else {
-      reason = "srun exited with status " + std::to_string(code) + " (see " + rdir + "/step.log)";
-    }
-  }
-  WriteStatus(rdir, m.value().sweep_id, code == 0 ? "succeeded" : "failed", task, started, Now(), code, reason, process);
+  const StepOutcome o = RunStep(argv, rdir);
+  WriteStatus(rdir, m.value().sweep_id, o.code == 0 ? "succeeded" : "failed", task, started, Now(), o.code, o.reason,
+              o.process);
   std::printf("ixsubmit task: entry %lld %s%s%s\n", static_cast<long long>(e.index),
-              code == 0 ? "succeeded" : "failed: ", code == 0 ? "" : reason.c_str(), "");
+              o.code == 0 ? "succeeded" : "failed: ", o.code == 0 ? "" : o.reason.c_str(), "");
   std::fflush(stdout);
-  if (code != 0 && m.value().fail_fast && !job->canary && !array_job.empty()) {
-    // Fail fast within the bucket: the rest of this array, never this task
-    // (its own FAILED state is the record of why).
-    RealSlurmCli cli(CurrentEnvironment());
-    const int64_t id = std::strtoll(array_job.c_str(), nullptr, 10);
-    if (Status s = cli.Cancel({array_job}, SlurmState::kPending); !s) std::fprintf(stderr, "%s\n", s.error().message.c_str());
-    Result<std::vector<QueueTask>> q = cli.Queue({id});
-    std::vector<std::string> others;
-    if (q) {
-      for (const QueueTask& t : q.value()) {
-        if (t.id.ToString() != task && !Final(t.state)) others.push_back(t.id.ToString());
-      }
-    }
-    if (!others.empty()) (void)cli.Cancel(others);
-    std::printf("ixsubmit task: fail-fast: cancelled the rest of array %s\n", array_job.c_str());
-  }
-  return code == 0 ? 0 : 1;
+  if (o.code != 0 && m.value().fail_fast && !job->canary && !array_job.empty()) CancelRestOfArray(array_job, task);
+  return o.code == 0 ? 0 : 1;
 }
 
 }  // namespace ix
