@@ -1,6 +1,8 @@
 // `ixsubmit sweep MODE ...`: plan, write the sweep directory, submit the
-// canary and one throttled array per bucket, watch to the end. State lives
-// in SQLite (core/sweep_store; `ixsubmit status` shows it):
+// canary and one throttled array per bucket, watch to the end. This file
+// parses the command line and wires the steps; the submitting and watching
+// are SweepDriver's (submitter/sweep/sweep_driver.h). State lives in SQLite
+// (submitter/sweep/sweep_store.h; `ixsubmit status` shows it):
 // `--resume SWEEP_ID` reattaches after the submitter died without
 // submitting anything twice. docs/SWEEP.md.
 #pragma once
