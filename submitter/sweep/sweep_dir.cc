@@ -14,18 +14,6 @@
 
 namespace ix {
 
-SweepLock& SweepLock::operator=(SweepLock&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(o.fd_, -1);
-  }
-  return *this;
-}
-
-SweepLock::~SweepLock() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 Result<SweepLock> LockSweepDir(const std::string& dir, const std::string& sweep_id,
                                std::chrono::milliseconds deadline) {
   const std::string path = dir + "/submitter.lock";

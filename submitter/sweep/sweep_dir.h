@@ -21,22 +21,25 @@
 #include <string>
 
 #include "core/base/result.h"
+#include "core/base/unique_fd.h"
 #include "submitter/sweep/sweep_store.h"
 
 namespace ix {
 
+// The flock on DIR/submitter.lock, held for as long as this lives (closing
+// the file drops it). Invariant: holds the locked file, or nothing.
 class SweepLock {
  public:
   SweepLock() = default;
   explicit SweepLock(int fd) : fd_(fd) {}
-  SweepLock(SweepLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  SweepLock& operator=(SweepLock&& o) noexcept;
+  SweepLock(SweepLock&& o) noexcept = default;
+  SweepLock& operator=(SweepLock&& o) noexcept = default;
   SweepLock(const SweepLock&) = delete;
   SweepLock& operator=(const SweepLock&) = delete;
-  ~SweepLock();
+  ~SweepLock() = default;
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 // Locks `dir` (which must exist) for sweep `sweep_id`. Tries until

@@ -24,6 +24,8 @@
 
 namespace ix {
 
+// One matrix entry as the sweep runs it: where it sits (its job and array
+// index) and what its step needs (recipe, arm, concurrency, image, model).
 struct PlannedEntry {
   int64_t index = 0;
   std::string job_key;  // "canary" or "bucket:NAME"
@@ -39,6 +41,7 @@ struct PlannedEntry {
   std::string entry_json;  // the matrix entry, as `ixsubmit matrix` prints it
 };
 
+// One sbatch submission: the canary or one array of a bucket.
 struct PlannedJob {
   std::string key;        // "canary", "bucket:1k1k", "bucket:1k1k#2"
   std::string bucket;
@@ -48,6 +51,7 @@ struct PlannedJob {
   std::string depends_on;        // "canary" or ""
 };
 
+// The whole plan (invariants at the top of this file).
 struct SweepPlan {
   SweepMode mode = SweepMode::kFullSweepEnabled;
   std::vector<PlannedEntry> entries;

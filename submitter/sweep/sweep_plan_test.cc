@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 
 #include "core/base/file_text.h"
@@ -11,6 +10,7 @@
 #include "submitter/sweep/sweep_mode.h"
 #include "submitter/matrix_options.h"
 #include "submitter/sweep/sweep_files.h"
+#include "tests/support/test.h"
 
 namespace ix {
 namespace {
@@ -93,8 +93,8 @@ TEST(SweepPlan, BadInputIsRefusedWithTheReason) {
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.error().message.find("not whole for CONC=3"), std::string::npos) << odd.error().message;
   // No recipe serves the key.
-  const std::string empty = ::testing::TempDir() + "/no-recipes-" + std::to_string(::getpid());
-  std::filesystem::create_directories(empty);
+  const test::TempDir no_recipes("ix-no-recipes");
+  const std::string& empty = no_recipes.path();
   Result<SweepPlan> none = Plan(SweepMode::kFullSweepEnabled, {2}, empty);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message.find("no recipe in " + empty + " serves config key '" + kKey + "'"),
@@ -114,7 +114,6 @@ TEST(SweepPlan, BadInputIsRefusedWithTheReason) {
   EXPECT_NE(tp8.error().message.find("needs arm tp8, which recipe dsv41flash-fp4-b300-vllm does not have"),
             std::string::npos)
       << tp8.error().message;
-  std::filesystem::remove_all(empty);
 }
 
 TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
@@ -122,7 +121,8 @@ TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
   ASSERT_TRUE(p.ok());
   SweepManifest m;
   m.sweep_id = "sw-test";
-  m.sweep_dir = ::testing::TempDir() + "/sweep it's-" + std::to_string(::getpid());  // a quote in the path
+  const test::TempDir dir("ix-sweep it's-");  // a quote in the path
+  m.sweep_dir = dir.path();
   m.ixsubmit = "/usr/bin/ixsubmit";
   m.recipe_dir = kRecipes;
   m.fail_fast = true;
@@ -192,7 +192,6 @@ TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
   const std::vector<std::string> c = SbatchArgs(m, m.plan.jobs[0], s, 0);
   EXPECT_EQ(std::count_if(c.begin(), c.end(), [](const std::string& x) { return x.rfind("--array", 0) == 0; }), 0);
   EXPECT_EQ(std::count_if(c.begin(), c.end(), [](const std::string& x) { return x.rfind("--dependency", 0) == 0; }), 0);
-  std::filesystem::remove_all(m.sweep_dir);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 namespace ix {
 
+// The selection flags, parsed: the filters and the files they apply to.
 struct SweepSelection {
   SweepOptions options;
   std::vector<std::string> config_files;

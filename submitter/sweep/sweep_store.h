@@ -42,6 +42,8 @@ namespace ix {
 
 // ---- the store ---------------------------------------------------------------------
 
+// One connection to the sweep database (see the top of this file).
+// Invariant: the schema is kSweepStoreSchemaVersion's from Open on.
 class SweepStore {
  public:
   // Opens (creating it, and missing parent directories 0700) the database
