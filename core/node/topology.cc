@@ -11,21 +11,17 @@
 #include "core/base/text.h"
 
 namespace ix {
-namespace {
-
-// A non-negative decimal int, all of `s` (at most 9 digits, so it fits).
-std::optional<int> ParseIndex(std::string_view s) {
-  uint64_t v = 0;
-  if (s.size() > 9 || !ParseUnsigned(s, v)) return std::nullopt;
-  return static_cast<int>(v);
-}
-
-}  // namespace
 
 // ---- id lists ---------------------------------------------------------------
 
 // Far more CPUs than Linux supports (NR_CPUS is at most 8192).
 constexpr size_t kMaxIds = 1 << 16;
+
+std::optional<int> ParseId(std::string_view text) {
+  uint64_t v = 0;
+  if (text.size() > 9 || !ParseUnsigned(text, v)) return std::nullopt;
+  return static_cast<int>(v);
+}
 
 Result<std::vector<int>> ParseIdList(std::string_view text, const std::string& what) {
   std::vector<int> ids;
@@ -39,12 +35,12 @@ Result<std::vector<int>> ParseIdList(std::string_view text, const std::string& w
                    "' is not an id or a range such as 0-3 (expected a list like 0-3,8,10-11)"};
     };
     if (dash == std::string_view::npos) {
-      const std::optional<int> v = ParseIndex(p);
+      const std::optional<int> v = ParseId(p);
       if (!v) return bad();
       ids.push_back(*v);
     } else {
-      const std::optional<int> lo = ParseIndex(p.substr(0, dash));
-      const std::optional<int> hi = ParseIndex(p.substr(dash + 1));
+      const std::optional<int> lo = ParseId(p.substr(0, dash));
+      const std::optional<int> hi = ParseId(p.substr(dash + 1));
       if (!lo || !hi || *lo > *hi) return bad();
       if (*hi - *lo > 1 << 20) return Error{what + ": range '" + std::string(p) + "' is too large"};
       for (int i = *lo; i <= *hi; ++i) ids.push_back(i);

@@ -32,7 +32,10 @@ namespace ix {
 // removed; "" (or only whitespace) is the empty list. A malformed list is an
 // Error naming `what` and the offending part.
 Result<std::vector<int>> ParseIdList(std::string_view text, const std::string& what);
-// The reverse: sorted unique ids as "0-3,8,10-11"; "" for none.
+// One id of such a list: decimal digits only, at most 9 of them (so it
+// fits an int); nullopt for anything else.
+std::optional<int> ParseId(std::string_view text);
+// The reverse of ParseIdList: sorted unique ids as "0-3,8,10-11"; "" for none.
 std::string FormatIdList(std::vector<int> ids);
 
 // Bytes for messages: whole GiB as "756 GiB", else two decimals ("610.25

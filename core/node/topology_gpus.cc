@@ -9,16 +9,6 @@
 #include "core/node/topology.h"
 
 namespace ix {
-namespace {
-
-// A non-negative decimal int, all of `s` (at most 9 digits, so it fits).
-std::optional<int> ParseIndex(std::string_view s) {
-  uint64_t v = 0;
-  if (s.size() > 9 || !ParseUnsigned(s, v)) return std::nullopt;
-  return static_cast<int>(v);
-}
-
-}  // namespace
 
 // ---- NVML confirmation --------------------------------------------------------
 
@@ -136,7 +126,7 @@ Result<StepGpus> SelectStepGpus(const Topology& topology, const std::optional<st
                        "' is a UUID; mapping GPU UUIDs to PCI bus ids needs NVML, which placement does not "
                        "use for this yet; give GPU indices (CUDA_DEVICE_ORDER=PCI_BUS_ID) instead"};
         }
-        const std::optional<int> v = ParseIndex(p);
+        const std::optional<int> v = ParseId(p);
         if (!v) {
           return Error{"CUDA_VISIBLE_DEVICES entry '" + std::string(p) + "' in '" + std::string(all) +
                        "' is not a GPU index (expected a comma list such as 0,1,2,3)"};

@@ -50,6 +50,12 @@ TEST(IdList, ParsesTheKernelListSyntax) {
   }
 }
 
+TEST(IdList, ParsesOneId) {
+  EXPECT_EQ(ParseId("0"), 0);
+  EXPECT_EQ(ParseId("123456789"), 123456789);
+  for (const char* bad : {"", "1234567890", "-1", "+1", " 1", "0x3", "1a"}) EXPECT_FALSE(ParseId(bad)) << bad;
+}
+
 TEST(IdList, FormatsRanges) {
   EXPECT_EQ(FormatIdList({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
   EXPECT_EQ(FormatIdList({3, 1, 2, 2}), "1-3");

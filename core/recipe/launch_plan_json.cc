@@ -35,6 +35,14 @@ void WriteString(Writer& w, const std::string& s) {
   w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
+// An array of `items`, each written by `write`.
+template <class Writer, class T, class Write>
+void WriteList(Writer& w, const std::vector<T>& items, Write write) {
+  w.StartArray();
+  for (const T& x : items) write(w, x);
+  w.EndArray();
+}
+
 template <class Writer>
 void WritePorts(Writer& w, const PortList& ports) {
   w.StartObject();
@@ -49,10 +57,7 @@ template <class Writer>
 void WriteRank(Writer& w, const PlannedRank& r) {
   w.StartObject();
   w.Key("rank"); w.Int64(r.rank);
-  w.Key("gpus");
-  w.StartArray();
-  for (int64_t g : r.gpus) w.Int64(g);
-  w.EndArray();
+  w.Key("gpus"); WriteList(w, r.gpus, [](Writer& o, int64_t g) { o.Int64(g); });
   if (!r.ports.empty()) {
     w.Key("ports"); WritePorts(w, r.ports);
   }
@@ -67,20 +72,15 @@ void WriteProcess(Writer& w, const PlannedProcess& p) {
   if (p.rank >= 0) {
     w.Key("rank"); w.Int64(p.rank);
   }
-  w.Key("argv");
-  w.StartArray();
-  for (const auto& a : p.argv) WriteString(w, a);
-  w.EndArray();
+  w.Key("argv"); WriteList(w, p.argv, WriteString<Writer>);
   w.Key("env"); WriteEnv(w, p.env);
   w.Key("readiness");
-  w.StartArray();
-  for (const auto& r : p.readiness) {
-    w.StartObject();
-    w.Key("kind"); w.String(ReadinessKindName(r.kind));
-    w.Key("url"); WriteString(w, r.url);
-    w.EndObject();
-  }
-  w.EndArray();
+  WriteList(w, p.readiness, [](Writer& o, const ReadinessCheck& r) {
+    o.StartObject();
+    o.Key("kind"); o.String(ReadinessKindName(r.kind));
+    o.Key("url"); WriteString(o, r.url);
+    o.EndObject();
+  });
   w.EndObject();
 }
 
@@ -108,20 +108,11 @@ void WritePlan(Writer& w, const LaunchPlan& plan) {
   w.Key("dp"); w.Int64(plan.dp);
   w.Key("dp_layout"); w.String(DpLayoutName(plan.dp_layout));
   w.Key("worker_numa_flags"); w.Bool(plan.worker_numa_flags);
-  w.Key("ranks");
-  w.StartArray();
-  for (const auto& r : plan.ranks) WriteRank(w, r);
-  w.EndArray();
+  w.Key("ranks"); WriteList(w, plan.ranks, WriteRank<Writer>);
   w.Key("ports"); WritePorts(w, plan.ports);
-  w.Key("processes");
-  w.StartArray();
-  for (const auto& p : plan.processes) WriteProcess(w, p);
-  w.EndArray();
+  w.Key("processes"); WriteList(w, plan.processes, WriteProcess<Writer>);
   w.Key("client_env"); WriteEnv(w, plan.client_env);
-  w.Key("host_memory");
-  w.StartArray();
-  for (const auto& h : plan.host_memory) WriteHostMemory(w, h);
-  w.EndArray();
+  w.Key("host_memory"); WriteList(w, plan.host_memory, WriteHostMemory<Writer>);
   w.Key("variables"); WriteEnv(w, plan.variables);
   w.EndObject();
 }
