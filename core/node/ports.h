@@ -58,6 +58,7 @@ struct PortWant {
   int count = 1;
 };
 
+// One lease: the `count` ports from `first` up, under `name`, held by `owner`.
 struct PortLease {
   std::string name;
   int first = 0;
@@ -86,6 +87,8 @@ class OwnerLiveness {
   virtual bool IsAlive(const LeaseOwner& owner) = 0;
 };
 
+// The real liveness: same boot, the pid exists (kill(pid, 0)) and has the
+// recorded start time (so a recycled pid or a zombie is dead).
 class ProcessLiveness : public OwnerLiveness {
  public:
   bool IsAlive(const LeaseOwner& owner) override;
@@ -96,6 +99,7 @@ class ProcessLiveness : public OwnerLiveness {
 // /proc/sys/kernel/random/boot_id cannot be read).
 LeaseOwner MakeOwner(const std::string& id, pid_t pid);
 
+// Where the broker hands out ports from and keeps its table.
 struct PortBrokerConfig {
   PortRange range;
   std::string lease_dir = "/run/inferencex/ports";
@@ -105,6 +109,8 @@ struct PortBrokerConfig {
   std::chrono::milliseconds lock_timeout{10000};
 };
 
+// The broker over one lease directory; every call is one locked
+// transaction on its table (see the top of this file for the invariants).
 class PortBroker {
  public:
   // Checks the range against the ephemeral range and creates or checks the

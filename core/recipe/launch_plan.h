@@ -23,12 +23,15 @@ namespace ix {
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 using PortList = std::vector<std::pair<std::string, int>>;
 
+// A readiness check with its URL rendered.
 struct ReadinessCheck {
   ReadinessTemplate::Kind kind;
   std::string url;
 };
 const char* ReadinessKindName(ReadinessTemplate::Kind kind);
 
+// One process of the step: exact argv, the environment it adds, its log
+// file and when it is ready.
 struct PlannedProcess {
   std::string name;
   std::string log;
@@ -38,12 +41,14 @@ struct PlannedProcess {
   std::vector<ReadinessCheck> readiness;
 };
 
+// One data-parallel rank: its GPUs and its own ports.
 struct PlannedRank {
   int64_t rank = 0;
   std::vector<int64_t> gpus;  // step-local indices into CUDA_VISIBLE_DEVICES
   PortList ports;             // the arm's rank ports, this rank's numbers
 };
 
+// A host-memory need multiplied out for this arm: bytes_each x count.
 struct PlannedHostMemory {
   std::string name;
   HostMemoryNeed::Per per;
@@ -52,6 +57,7 @@ struct PlannedHostMemory {
   uint64_t total_bytes = 0;
 };
 
+// The whole plan; its invariants are at the top of this file.
 struct LaunchPlan {
   std::string recipe;
   std::string arm;

@@ -143,6 +143,7 @@ struct Arm {
   std::string where;
 };
 
+// A loaded recipe; its invariants are at the top of this file.
 struct Recipe {
   std::string file;
   std::string name;

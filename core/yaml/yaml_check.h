@@ -15,6 +15,7 @@
 
 namespace ix {
 
+// What every YamlCheck accessor throws: the located message.
 struct YamlCheckError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

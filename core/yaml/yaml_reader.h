@@ -25,6 +25,7 @@
 
 namespace ix {
 
+// What every YamlReader accessor throws: the located message.
 struct YamlError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
