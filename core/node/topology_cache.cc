@@ -18,6 +18,7 @@
 #include <string>
 
 #include "core/base/proc_fs.h"
+#include "core/base/unique_fd.h"
 #include "core/node/topology.h"
 #include "core/node/topology_json.h"
 
@@ -50,15 +51,13 @@ std::optional<std::string> ReadAll(int fd, size_t size_hint) {
 // else (absent, unsafe, unreadable, stale version, malformed) is nullopt:
 // the caller rebuilds it from hwloc.
 std::optional<Topology> ReadCache(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st{};
-  std::optional<std::string> text;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-      (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 && st.st_size <= kMaxCacheBytes) {
-    text = ReadAll(fd, static_cast<size_t>(st.st_size));
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 || st.st_size > kMaxCacheBytes) {
+    return std::nullopt;
   }
-  ::close(fd);
+  const std::optional<std::string> text = ReadAll(fd.get(), static_cast<size_t>(st.st_size));
   if (!text) return std::nullopt;
   Result<Topology> t = TopologyFromCacheJson(*text, path);
   if (!t) return std::nullopt;
