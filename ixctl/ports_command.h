@@ -1,5 +1,5 @@
 // `ixctl ports lease|release|list`: drives the node's port broker
-// (core/ports) by hand, for admins and tests.
+// (core/node/ports) by hand, for admins and tests.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // `ixsubmit images list|import`: the container images of a selection of
 // config rows (the sweep's selection flags) or given by name, and their
 // squash files in the site's squash directory (InferenceX's naming,
-// submitter/container_args). `import` imports each missing one once, on a
+// submitter/sweep/container_args). `import` imports each missing one once, on a
 // node (where enroot is), through `srun -N1 -n1 flock FILE.lock enroot
 // import -o FILE docker://REF`: the lock beside the file serialises
 // concurrent imports of one image. docs/SWEEP.md.

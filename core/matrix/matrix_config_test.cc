@@ -1,4 +1,5 @@
 #include "core/matrix/matrix_config.h"
+#include "tests/support/test.h"
 
 #include <gtest/gtest.h>
 
@@ -68,13 +69,6 @@ mn-agentic:
         decode: { num-worker: 1, tp: 4, ep: 1, dp-attn: false }
 )";
 
-std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  const size_t pos = s.find(from);
-  EXPECT_NE(pos, std::string::npos) << from;
-  if (pos != std::string::npos) s.replace(pos, from.size(), to);
-  return s;
-}
-
 std::string LoadError(const std::string& text) {
   MasterConfig c;
   Status s = AppendMasterConfigString(text, "m.yaml", c);
@@ -93,7 +87,7 @@ struct Broken {
 void ExpectErrors(std::initializer_list<Broken> breaks) {
   for (const Broken& b : breaks) {
     SCOPED_TRACE(b.to);
-    EXPECT_HAS(LoadError(Replace(kConfig, b.from, b.to)), b.error);
+    EXPECT_HAS(LoadError(test::ReplaceOnce(kConfig, b.from, b.to)), b.error);
   }
 }
 
@@ -257,7 +251,7 @@ TEST(MatrixConfig, DuplicateKeysAcrossFiles) {
   EXPECT_NE(s.error().message.find("b.yaml:1:4: x:"), std::string::npos) << s.error().message;
   MasterConfig d;
   ASSERT_TRUE(AppendMasterConfigString(kConfig, "a.yaml", d).ok());
-  Status t = AppendMasterConfigString(Replace(kConfig, "mn-agentic:", "other:"), "b.yaml", d);
+  Status t = AppendMasterConfigString(test::ReplaceOnce(kConfig, "mn-agentic:", "other:"), "b.yaml", d);
   ASSERT_FALSE(t.ok());
   EXPECT_HAS(t.error().message, "b.yaml:1:1: config key 'sn-fixed' is defined twice: first at a.yaml:1:1");
 }

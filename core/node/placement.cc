@@ -1,4 +1,5 @@
 #include "core/node/placement.h"
+#include "core/base/json_text.h"
 
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
@@ -494,16 +495,7 @@ void WritePlacement(Writer& w, const Placement& p) {
 }  // namespace
 
 std::string PlacementToJson(const Placement& placement, bool pretty) {
-  rapidjson::StringBuffer buf;
-  if (pretty) {
-    rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
-    w.SetIndent(' ', 2);
-    WritePlacement(w, placement);
-  } else {
-    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-    WritePlacement(w, placement);
-  }
-  return std::string(buf.GetString(), buf.GetSize());
+  return JsonText(pretty, [&](auto& w) { WritePlacement(w, placement); });
 }
 
 std::string PlacementSummary(const Placement& p) {

@@ -4,7 +4,7 @@
 // totalled per NUMA node (the plan's per-DP-rank, per-GPU and per-step needs
 // times a safety factor) and compared with what each node has available, and
 // /dev/shm and RLIMIT_MEMLOCK are checked. Pure logic over data: the inputs
-// come from core/topology (hwloc, HostProbe), nothing here touches the OS.
+// come from core/node/topology (hwloc, HostProbe), nothing here touches the OS.
 // docs/PLACEMENT.md.
 //
 // Invariants of a Placement: ranks are in plan order, one per plan rank;

@@ -8,6 +8,7 @@
 
 #include "core/node/topology.h"
 #include "core/node/topology_writer.h"
+#include "core/base/json_text.h"
 
 namespace ix {
 namespace {
@@ -39,16 +40,7 @@ void WriteTopology(Writer& w, const Topology& t, const HostState* host) {
 }  // namespace
 
 std::string TopologyToJson(const Topology& topology, const HostState* host, bool pretty) {
-  rapidjson::StringBuffer buf;
-  if (pretty) {
-    rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
-    w.SetIndent(' ', 2);
-    WriteTopology(w, topology, host);
-  } else {
-    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-    WriteTopology(w, topology, host);
-  }
-  return std::string(buf.GetString(), buf.GetSize());
+  return JsonText(pretty, [&](auto& w) { WriteTopology(w, topology, host); });
 }
 
 std::string TopologySummary(const Topology& t, const HostState* host) {

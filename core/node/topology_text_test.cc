@@ -1,4 +1,4 @@
-// Texts core/topology.h parses, in the cases the fuzz targets found:
+// Texts core/node/topology.h parses, in the cases the fuzz targets found:
 // TopologyFromXmlText on hwloc XML that hwloc loads but that would break the
 // invariants of topology.h (fuzz/topology_xml_fuzz), and id lists that
 // expand without bound (fuzz/sysfs_text_fuzz).

@@ -1,4 +1,4 @@
-// SocketProber: the readiness probes of core/readiness.h over a plain TCP
+// SocketProber: the readiness probes of core/process/readiness.h over a plain TCP
 // socket, without libcurl (whose dependency tree costs ~6.6 ms of start-up
 // in ix-stepd). Same ProbeResult semantics as CurlProber: `ready` on HTTP
 // 200 (and, for models_nonempty, EvaluateModels), `http_status` 0 when no

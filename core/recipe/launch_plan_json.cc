@@ -2,6 +2,7 @@
 // (PlanSummary): apart from the rendering, so that ix-stepd, which only
 // reads the plan the plugin wrote, links no recipe or YAML code.
 #include "core/recipe/launch_plan.h"
+#include "core/base/json_text.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/prettywriter.h>
@@ -138,16 +139,7 @@ std::string Gib(uint64_t bytes) {
 }  // namespace
 
 std::string PlanToJson(const LaunchPlan& plan, bool pretty) {
-  rapidjson::StringBuffer buf;
-  if (pretty) {
-    rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
-    w.SetIndent(' ', 2);
-    WritePlan(w, plan);
-  } else {
-    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-    WritePlan(w, plan);
-  }
-  return std::string(buf.GetString(), buf.GetSize());
+  return JsonText(pretty, [&](auto& w) { WritePlan(w, plan); });
 }
 
 namespace {

@@ -1,4 +1,5 @@
 #include "core/recipe/recipe.h"
+#include "tests/support/test.h"
 
 #include <gtest/gtest.h>
 
@@ -32,13 +33,6 @@ arms:
     fragments: {par: [-tp, "${TP}"]}
 )";
 
-std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  const size_t pos = s.find(from);
-  EXPECT_NE(pos, std::string::npos) << from;
-  if (pos != std::string::npos) s.replace(pos, from.size(), to);
-  return s;
-}
-
 std::string LoadError(const std::string& text) {
   Result<Recipe> r = LoadRecipeString(text, "r.yaml");
   EXPECT_FALSE(r.ok());
@@ -70,7 +64,7 @@ TEST(Recipe, TheShippedRecipeLoadsWithItsArms) {
 }
 
 TEST(Recipe, UndeclaredTemplateVariableIsALoadErrorWithLocation) {
-  const std::string msg = LoadError(Replace(kMinimal, "\"${MODEL}\"", "\"${MODLE}\""));
+  const std::string msg = LoadError(test::ReplaceOnce(kMinimal, "\"${MODEL}\"", "\"${MODLE}\""));
   EXPECT_NE(msg.find("r.yaml:7:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("field 'engine.argv[1]'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("unknown variable ${MODLE} in arm 'tp2'"), std::string::npos) << msg;
@@ -80,78 +74,78 @@ TEST(Recipe, UndeclaredTemplateVariableIsALoadErrorWithLocation) {
 
 TEST(Recipe, PortOfAnotherArmIsNotInScope) {
   // ENGINE_PORT comes only from the arm's vars; without it tp2 cannot render.
-  const std::string msg = LoadError(Replace(kMinimal, "    vars: {ENGINE_PORT: \"${PORT}\"}\n", ""));
+  const std::string msg = LoadError(test::ReplaceOnce(kMinimal, "    vars: {ENGINE_PORT: \"${PORT}\"}\n", ""));
   EXPECT_NE(msg.find("unknown variable ${ENGINE_PORT}"), std::string::npos) << msg;
 }
 
 TEST(Recipe, MissingFieldWrongTypeUnknownField) {
-  EXPECT_NE(LoadError(Replace(kMinimal, "    gpus: 2\n", "")).find("field 'arms.tp2.gpus': missing (required)"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "    gpus: 2\n", "")).find("field 'arms.tp2.gpus': missing (required)"),
             std::string::npos);
-  const std::string wrong = LoadError(Replace(kMinimal, "gpus: 2", "gpus: two"));
+  const std::string wrong = LoadError(test::ReplaceOnce(kMinimal, "gpus: 2", "gpus: two"));
   EXPECT_NE(wrong.find("r.yaml:14:11: field 'arms.tp2.gpus': expected a positive integer, got 'two'"),
             std::string::npos) << wrong;
-  EXPECT_NE(LoadError(Replace(kMinimal, "ports: [PORT]", "ports: PORT")).find("field 'arms.tp2.ports': expected a list"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "ports: [PORT]", "ports: PORT")).find("field 'arms.tp2.ports': expected a list"),
             std::string::npos);
-  const std::string unknown = LoadError(Replace(kMinimal, "    ep: 1\n", "    ep: 1\n    gpu_count: 2\n"));
+  const std::string unknown = LoadError(test::ReplaceOnce(kMinimal, "    ep: 1\n", "    ep: 1\n    gpu_count: 2\n"));
   EXPECT_NE(unknown.find("field 'arms.tp2.gpu_count': unknown field; allowed: gpus, tp, ep, dp"),
             std::string::npos) << unknown;
-  EXPECT_NE(LoadError(Replace(kMinimal, "schema: 1", "schema: 7")).find("allowed: 1"), std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "engine:", "engines:")).find("unknown field; allowed: schema"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "schema: 1", "schema: 7")).find("allowed: 1"), std::string::npos);
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "engine:", "engines:")).find("unknown field; allowed: schema"),
             std::string::npos);
 }
 
 TEST(Recipe, StructuralRules) {
-  EXPECT_NE(LoadError(Replace(kMinimal, "tp: 2", "tp: 1")).find("tp x dp must equal gpus"), std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "{splice: par}", "{splice: parallel}"))
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "tp: 2", "tp: 1")).find("tp x dp must equal gpus"), std::string::npos);
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "{splice: par}", "{splice: parallel}"))
                 .find("arm 'tp2' defines no fragment 'parallel'"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "{splice: par}, ", "")).find("fragment is never spliced"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "{splice: par}, ", "")).find("fragment is never spliced"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "when: OPT", "when: NOPE")).find("not a recipe variable"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "when: OPT", "when: NOPE")).find("not a recipe variable"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "    ep: 1\n", "    ep: 1\n    router: true\n"))
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "    ep: 1\n", "    ep: 1\n    router: true\n"))
                 .find("the recipe has no 'router' section"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "ports: [PORT]", "ports: [PORT, MODEL]")).find("names must be unique"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "ports: [PORT]", "ports: [PORT, MODEL]")).find("names must be unique"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "ports: [PORT]", "ports: [PORT, PORT]")).find("given twice"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "ports: [PORT]", "ports: [PORT, PORT]")).find("given twice"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "ports: [PORT]", "ports: [PORT, CONC]")).find("a builtin variable"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "ports: [PORT]", "ports: [PORT, CONC]")).find("a builtin variable"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "{ENGINE_PORT: \"${PORT}\"}", "{ENGINE_PORT: \"${X}\", X: \"${ENGINE_PORT}\"}"))
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "{ENGINE_PORT: \"${PORT}\"}", "{ENGINE_PORT: \"${X}\", X: \"${ENGINE_PORT}\"}"))
                 .find("cycle: ENGINE_PORT -> X -> ENGINE_PORT"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "\"${MODEL}\"", "\"$MODEL\"")).find("lone '$'"), std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "name: mini", "name: Mini/../x")).find("is not a recipe name"),
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "\"${MODEL}\"", "\"$MODEL\"")).find("lone '$'"), std::string::npos);
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "name: mini", "name: Mini/../x")).find("is not a recipe name"),
             std::string::npos);
 }
 
 // DP_RANK, rank ports, per_rank and per_gpu items only where they have a value.
 TEST(Recipe, RankAndGpuNamesOnlyWhereTheyHaveAValue) {
-  EXPECT_NE(LoadError(Replace(kMinimal, "[-tp, \"${TP}\"]", "[-tp, \"${DP_RANK}\"]"))
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "[-tp, \"${TP}\"]", "[-tp, \"${DP_RANK}\"]"))
                 .find("${DP_RANK} in arm 'tp2' has no value here"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "    ports: [PORT]\n", "    ports: [PORT]\n    rank_ports: [RP]\n"))
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "    ports: [PORT]\n", "    ports: [PORT]\n    rank_ports: [RP]\n"))
                 .find("field 'arms.tp2.rank_ports': rank ports need dp_layout: rank-process"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "    ep: 1\n", "    ep: 1\n    dp_layout: ranks\n"))
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "    ep: 1\n", "    ep: 1\n    dp_layout: ranks\n"))
                 .find("allowed: engine, rank-process"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "[-tp, \"${TP}\"]", "[-tp, {per_gpu: \"${GPU_NUMA}\"}]"))
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "[-tp, \"${TP}\"]", "[-tp, {per_gpu: \"${GPU_NUMA}\"}]"))
                 .find("unknown field; allowed: per_rank"),
             std::string::npos);
-  EXPECT_NE(LoadError(Replace(kMinimal, "  readiness:\n", "  numa_flags: [--n, \"${GPU_NUMA}\"]\n  readiness:\n"))
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "  readiness:\n", "  numa_flags: [--n, \"${GPU_NUMA}\"]\n  readiness:\n"))
                 .find("${GPU_NUMA} has a value only in {per_gpu: ...} items"),
             std::string::npos);
   // A rank-process arm: DP_RANK and a rank port in the engine are fine.
-  std::string rp = Replace(kMinimal, "    ep: 1\n    dp: 1\n", "    ep: 1\n    dp: 1\n    dp_layout: rank-process\n");
-  rp = Replace(rp, "    vars: {ENGINE_PORT: \"${PORT}\"}\n", "    rank_ports: [ENGINE_PORT]\n");
-  rp = Replace(rp, "[-tp, \"${TP}\"]", "[-tp, \"${TP}\", --rank, \"${DP_RANK}\"]");
+  std::string rp = test::ReplaceOnce(kMinimal, "    ep: 1\n    dp: 1\n", "    ep: 1\n    dp: 1\n    dp_layout: rank-process\n");
+  rp = test::ReplaceOnce(rp, "    vars: {ENGINE_PORT: \"${PORT}\"}\n", "    rank_ports: [ENGINE_PORT]\n");
+  rp = test::ReplaceOnce(rp, "[-tp, \"${TP}\"]", "[-tp, \"${TP}\", --rank, \"${DP_RANK}\"]");
   Result<Recipe> ok = LoadRecipeString(rp, "r.yaml");
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_EQ(ok.value().arms[0].rank_ports, std::vector<std::string>{"ENGINE_PORT"});
   // ... but not in the client environment, which is not rendered per rank.
-  EXPECT_NE(LoadError(Replace(rp, "URL: http://localhost:${PORT}", "URL: \"${DP_RANK}\""))
+  EXPECT_NE(LoadError(test::ReplaceOnce(rp, "URL: http://localhost:${PORT}", "URL: \"${DP_RANK}\""))
                 .find("has no value here"),
             std::string::npos);
 }

@@ -1,5 +1,5 @@
 // SubmitPending: the submitter's half of the two-phase submission
-// (core/sweep_store.h): every job of a sweep not yet submitted goes to
+// (submitter/sweep/sweep_store.h): every job of a sweep not yet submitted goes to
 // sbatch in order, and a job whose sbatch outcome is unknown is looked up by
 // its unique job name before anything could submit it again.
 //

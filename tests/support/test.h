@@ -1,6 +1,7 @@
 // Helpers shared by the unit tests, instead of a copy in each test file.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -30,6 +31,16 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// `s` with the first `from` replaced by `to`; a `from` that is not there
+// fails the test (a test that edits a fixture must notice when the fixture
+// changed under it).
+inline std::string ReplaceOnce(std::string s, const std::string& from, const std::string& to) {
+  const size_t pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) s.replace(pos, from.size(), to);
+  return s;
+}
 
 // Polls `done` every millisecond until it is true (true) or `limit` has
 // passed (false, after one last look).
