@@ -1,5 +1,5 @@
-// The process tree: /proc read one process and all at once (the same
-// answers), descendants by parent pid, IsRunning against a recycled pid.
+// The process tree: descendants by parent pid, IsRunning against a
+// recycled pid.
 #include "core/process/process_tree.h"
 
 #include <signal.h>
@@ -14,27 +14,7 @@
 namespace ix {
 namespace {
 
-// ---- /proc ------------------------------------------------------------------
-
-TEST(ProcStat, ParsesACommWithSpacesAndParentheses) {
-  const std::string text =
-      "4242 (a) b (c)) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 200 "
-      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n";
-  Result<ProcessInfo> p = ParseProcStat(text, "/proc/4242/stat");
-  ASSERT_TRUE(p.ok()) << p.error().message;
-  EXPECT_EQ(p.value().pid, 4242);
-  EXPECT_EQ(p.value().comm, "a) b (c)");
-  EXPECT_EQ(p.value().state, 'S');
-  EXPECT_EQ(p.value().ppid, 17);
-  EXPECT_EQ(p.value().pgid, 4242);
-  EXPECT_EQ(p.value().sid, 4242);
-  EXPECT_EQ(p.value().start_time, 987654u);
-  EXPECT_FALSE(p.value().exited());
-
-  Result<ProcessInfo> bad = ParseProcStat("12 (x) Z 1 2", "/proc/12/stat");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("/proc/12/stat: too few fields"), std::string::npos) << bad.error().message;
-}
+// ---- /proc (the parsing itself: core/base/proc_fs_test.cc) ------------------
 
 TEST(ProcStat, ReadsThisProcess) {
   Result<ProcessInfo> me = ReadProcessInfo(::getpid());
@@ -48,36 +28,6 @@ TEST(ProcStat, ReadsThisProcess) {
   EXPECT_FALSE(ReadProcessInfo(0x3fffffff).ok());
 }
 
-TEST(ProcStat, ListProcessesHasThisProcessAndItsChildAsReadOneByOne) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::pause();
-    ::_exit(0);
-  }
-  Result<std::vector<ProcessInfo>> all = ListProcesses();
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  ASSERT_TRUE(all.ok()) << all.error().message;
-  Result<ProcessInfo> me = ReadProcessInfo(::getpid());
-  ASSERT_TRUE(me.ok());
-  int seen = 0;
-  for (const ProcessInfo& p : all.value()) {
-    if (p.pid == ::getpid()) {
-      ++seen;
-      EXPECT_EQ(p.comm, me.value().comm);
-      EXPECT_EQ(p.ppid, me.value().ppid);
-      EXPECT_EQ(p.pgid, me.value().pgid);
-      EXPECT_EQ(p.start_time, me.value().start_time);
-    } else if (p.pid == child) {
-      ++seen;
-      EXPECT_EQ(p.ppid, ::getpid());
-      EXPECT_GE(p.start_time, me.value().start_time);
-    }
-  }
-  EXPECT_EQ(seen, 2);
-  EXPECT_GT(all.value().size(), 2u);  // init, at least
-}
 
 TEST(ProcessTree, DescendantsByParentPidBreadthFirst) {
   auto P = [](pid_t pid, pid_t ppid) {
