@@ -20,10 +20,13 @@ namespace {
 
 std::string Errno(int e) { return std::strerror(e); }
 
-// What the vfork child reports back through shared memory.
+// What the vfork child reports back through shared memory. Volatile: the
+// compiler sees no write to it on the parent's path (the child's happen
+// while the parent is suspended), and clang at -O2 and above did keep the
+// parent's reads in registers, so a failed exec looked like a start.
 struct ChildError {
-  const char* call = nullptr;
-  int err = 0;
+  const char* volatile call = nullptr;
+  volatile int err = 0;
 };
 
 [[noreturn]] void ChildFail(ChildError* out, const char* call) {
