@@ -10,22 +10,11 @@ export PATH=$IX_FAKES_BIN_DIR:$PATH
 tmp=$(mktemp -d /tmp/ix-step-test.XXXXXX); trap 'rm -rf "$tmp"' EXIT
 # The fake engine records its argv where this says, not in the working directory.
 export FAKE_VLLM_RECORD_DIR=$tmp
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 step_opts() { echo "--inferencex-recipe=$RECIPE --inferencex-arm=$1 --inferencex-conc=$2"; }
-
-# Nothing of a step may outlive it: no server process, no lease.
-servers() { pgrep -a -x vllm; pgrep -a -x vllm-router; pgrep -a -x ix-stepd; pgrep -a EngineCore_DP; }
-check_clean() {
-  local what=$1 i
-  for i in $(seq 50); do
-    [[ -z $(servers) ]] && break
-    sleep 0.1
-  done
-  if [[ -n $(servers) ]]; then fail "$what: server processes left: $(servers)"; fi
-  local leases; leases=$("$IXCTL" ports list --json)
-  [[ $leases == '{"leases":[]}' ]] || fail "$what: leases left: $leases"
-}
+# fail, check_clean (nothing of the steps outlives them: no process, no
+# listening port, no lease in the plugin's lease directory), ix_finish.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ix_require_env SLURM_CONF IX_FAKES_BIN_DIR IXCTL
 
 # run_step NAME ARM CONC [ENV...]: a step whose client is the fake client.
 run_step() {
@@ -136,5 +125,4 @@ grep -q "refused before anything started" "$tmp/refused.err" || fail "refusal re
 check_clean "refused"
 echo "ok: a step that cannot be placed is refused: $(grep -m1 refused "$tmp/refused.err")"
 
-[[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
-echo "step: all checks passed"
+ix_finish step
