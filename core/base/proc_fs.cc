@@ -120,7 +120,7 @@ Result<std::vector<ProcessInfo>> ListProcesses() {
   while (dirent* e = ::readdir(dir)) {
     uint64_t pid = 0;
     if (!ParseUnsigned(e->d_name, pid) || pid == 0) continue;
-    std::snprintf(path, sizeof path, "%s/stat", e->d_name);
+    std::snprintf(path, sizeof path, "%llu/stat", static_cast<unsigned long long>(pid));  // the name, at most 20 digits
     const int fd = ::openat(::dirfd(dir), path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // it has just gone
     ssize_t n;
