@@ -7,7 +7,7 @@ if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "IX_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++")
 endif()
 # UB aborts (instead of printing and going on), so libFuzzer sees it as a
-# crash. pointer-overflow alone is recoverable, so fuzz/ubsan.supp can
+# crash. pointer-overflow alone is recoverable, so tests/ubsan.supp can
 # suppress RapidJSON's own; fuzz/run.sh sets halt_on_error=1, so any other
 # still stops the run.
 set(IX_FUZZ_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize-recover=pointer-overflow

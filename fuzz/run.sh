@@ -37,7 +37,7 @@ rm -rf "$runs"
 mkdir -p "$runs"
 # RapidJSON's and hwloc's own findings are suppressed (the files say which);
 # any other UB stops the run.
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$repo/fuzz/ubsan.supp
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$repo/tests/ubsan.supp
 export LSAN_OPTIONS=suppressions=$repo/fuzz/lsan.supp:print_suppressions=0
 
 # seed TARGET DIR: the seed corpus of TARGET copied into DIR.

@@ -35,7 +35,7 @@ run_ctest() {
 step "unit tests"
 run_ctest unit --test-dir build -L unit -j "$(nproc)"
 step "unit tests under ASan/UBSan"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$repo/tests/ubsan.supp \
   run_ctest unit-asan --test-dir build-asan -L unit -j "$(nproc)"
 step "fuzz: every libFuzzer target in fuzz/ (clang, ASan/UBSan), 12 s each over its seed corpus, two at a time"
 if ! fuzz/run.sh 12 "$repo/build-fuzz"; then status=1; fi
