@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# ix-node-agent end to end on this machine: --once --json matches
+# /sys/devices/system/node/*/meminfo (totals equal, free within a
+# tolerance, since memory moves between the two reads) and statvfs of
+# /dev/shm; --check says 'configuration ok' for a good file and lists every
+# problem of a bad one; misuse and the unbuilt daemon loop exit 2.
+# Usage: ix_node_agent_test.sh IX_NODE_AGENT
+set -uo pipefail
+agent=$1
+dir=$(mktemp -d /tmp/ix-node-agent-test.XXXXXX); trap 'rm -rf "$dir"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# One sample against sysfs, read right after it. An empty config file, so
+# the machine's /etc/inferencex/agent.conf plays no part.
+"$agent" --once --json --config "$dir/absent.conf" >"$dir/sample.json" 2>"$dir/err" \
+  && fail "a missing --config file was accepted"
+: >"$dir/empty.conf"
+"$agent" --once --json --config "$dir/empty.conf" >"$dir/sample.json" 2>"$dir/err" \
+  || fail "--once --json failed: $(cat "$dir/err")"
+python3 - "$dir/sample.json" <<'PY' || fail "--once --json does not match sysfs"
+import glob, json, os, re, sys
+sample = json.load(open(sys.argv[1]))
+def kb(text, field):
+    return int(re.search(r"\b" + re.escape(field) + r":\s+(\d+) kB", text).group(1)) * 1024
+nodes = {}
+for path in glob.glob("/sys/devices/system/node/node[0-9]*/meminfo"):
+    n = int(re.search(r"node(\d+)/meminfo$", path).group(1))
+    nodes[n] = open(path).read()
+bad = []
+got = {e["node"]: e for e in sample["numa"]}
+if sorted(got) != sorted(nodes):
+    bad.append(f"nodes {sorted(got)} != sysfs {sorted(nodes)}")
+for n, text in nodes.items():
+    e = got.get(n)
+    if e is None:
+        continue
+    total = kb(text, "MemTotal")
+    if e["mem_total_bytes"] != total:
+        bad.append(f"node {n}: mem_total_bytes {e['mem_total_bytes']} != MemTotal {total}")
+    # Free memory moves while the two reads happen (other builds, page
+    # cache): within 5% of the node's memory.
+    tolerance = total // 20
+    for key, want in (("mem_free_bytes", kb(text, "MemFree")),
+                      ("mem_available_bytes", kb(text, "MemFree") + kb(text, "Inactive(file)"))):
+        if abs(e[key] - want) > tolerance:
+            bad.append(f"node {n}: {key} {e[key]} vs sysfs {want}, more than {tolerance} apart")
+shm = sample["shm"]
+st = os.statvfs("/dev/shm")
+if shm is None or shm["path"] != "/dev/shm" or shm["size_bytes"] != st.f_blocks * st.f_frsize:
+    bad.append(f"shm {shm} vs statvfs size {st.f_blocks * st.f_frsize}")
+if sample["gpus"] != [] or "not built yet" not in sample["nvml"]:
+    bad.append(f"gpus {sample['gpus']}, nvml {sample['nvml']!r}")
+if sample["notes"]:
+    bad.append(f"notes {sample['notes']}")
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+PY
+
+# --check: a good file, then a bad one with every kind of problem.
+cat >"$dir/good.conf" <<'CONF'
+# a node of the test
+socket = /run/inferencex/agent.sock
+interval = 2
+collector = https://collector.example:8443/
+token-file = /etc/inferencex/token
+metrics-listen = [::1]:9477
+CONF
+out=$("$agent" --config "$dir/good.conf" --check 2>&1) || fail "good config refused: $out"
+[[ $out == "configuration ok" ]] || fail "good config: $out"
+
+cat >"$dir/bad.conf" <<'CONF'
+interval = 0
+colector = http://x/
+interval = 3
+metrics-listen = localhost:9477
+CONF
+out=$("$agent" --config "$dir/bad.conf" --check 2>&1); rc=$?
+[[ $rc -eq 1 ]] || fail "bad config: exit $rc, not 1"
+for want in "$dir/bad.conf:1: key 'interval': expected a whole number of seconds from 1 to 3600, got '0'" \
+            "$dir/bad.conf:2: key 'colector': unknown; the keys are socket, interval" \
+            "$dir/bad.conf:3: key 'interval': given twice (first on line 1)" \
+            "$dir/bad.conf:4: key 'metrics-listen': expected ADDR:PORT"; do
+  [[ $out == *"$want"* ]] || fail "bad config: no '$want' in: $out"
+done
+out=$("$agent" --config "$dir/good.conf" --interval 0 --check 2>&1) && fail "--interval 0 accepted"
+[[ $out == *"--interval: expected a whole number of seconds from 1 to 3600, got '0'"* ]] || fail "flag: $out"
+"$agent" --config "$dir/bad.conf" --once --json >/dev/null 2>&1 && fail "--once ran with a bad config"
+
+# --help lists every flag; misuse and the daemon loop exit 2.
+help=$("$agent" --help) || fail "--help failed"
+for flag in --config --check --once --json --socket --interval --spool --collector --token-file \
+            --metrics-listen --hang-after; do
+  [[ $help == *"$flag"* ]] || fail "--help lacks $flag"
+done
+"$agent" --bogus >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "--bogus: not exit 2"
+"$agent" --once >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "--once without --json: not exit 2"
+out=$("$agent" --config "$dir/good.conf" 2>&1); rc=$?
+[[ $rc -eq 2 && $out == "ix-node-agent: the daemon loop is not built yet; use --once or --check" ]] \
+  || fail "daemon loop: exit $rc: $out"
+
+[[ $failures -eq 0 ]] || exit 1
+echo "ix-node-agent: all checks passed"

@@ -1,0 +1,199 @@
+#include "node_agent/node_sample.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <cctype>
+#include <filesystem>
+
+#include "core/base/file_text.h"
+#include "core/node/topology.h"
+#include "tests/support/test.h"
+
+namespace ix {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+// A node's meminfo as the kernel writes it (a shortened copy of a real one).
+std::string Meminfo(int node, uint64_t total_kb, uint64_t free_kb, uint64_t inactive_file_kb) {
+  const std::string n = "Node " + std::to_string(node) + " ";
+  return n + "MemTotal:       " + std::to_string(total_kb) + " kB\n" +
+         n + "MemFree:        " + std::to_string(free_kb) + " kB\n" +
+         n + "MemUsed:         2840452 kB\n" +
+         n + "Inactive(file):  " + std::to_string(inactive_file_kb) + " kB\n" +
+         n + "HugePages_Total:     0\n" +
+         n + "HugePages_Free:      0\n";
+}
+
+TEST(ParseNumaMemory, ReadsTotalFreeAndAvailableInBytes) {
+  Result<NumaMemory> m = ParseNumaMemory(Meminfo(0, 24683748, 21843296, 1134092), "meminfo");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m.value().total_bytes, 24683748ull * 1024);
+  EXPECT_EQ(m.value().free_bytes, 21843296ull * 1024);
+  EXPECT_EQ(m.value().available_bytes, (21843296ull + 1134092) * 1024);
+}
+
+TEST(ParseNumaMemory, AMissingOrMalformedLineIsAnErrorNamingTheFile) {
+  EXPECT_EQ(ParseNumaMemory("Node 0 MemFree: 1 kB\nNode 0 Inactive(file): 1 kB\n", "f").error().message,
+            "f: no MemTotal line");
+  EXPECT_EQ(ParseNumaMemory("Node 0 MemTotal: 2 kB\nNode 0 HugePages_Free: 0\n", "f").error().message,
+            "f: no MemFree line");
+  EXPECT_EQ(ParseNumaMemory("Node 0 MemTotal: lots kB\n", "f").error().message,
+            "f: 'Node 0 MemTotal: lots kB': expected a number of kB");
+  EXPECT_THAT(ParseNumaMemory("Node 0 MemTotal: 99999999999999999999 kB\n", "f").error().message,
+              HasSubstr("expected a number of kB"));
+  EXPECT_EQ(ParseNumaMemory("Node 0 MemTotal: 2 kB\nNode 0 MemFree: 1 kB\n", "f").error().message,
+            "f: no Inactive(file) line");
+}
+
+// An NvmlSource that answers what the test says.
+class FakeNvml : public NvmlSource {
+ public:
+  explicit FakeNvml(NvmlGpus gpus) : gpus_(std::move(gpus)) {}
+  NvmlGpus List() const override { return gpus_; }
+
+ private:
+  NvmlGpus gpus_;
+};
+
+class NodeSampleTest : public ::testing::Test {
+ protected:
+  // node/nodeN/{cpulist,meminfo} under the fixture's system directory; no
+  // meminfo when `meminfo` is empty.
+  void AddNode(int node, const std::string& cpulist, const std::string& meminfo) {
+    const std::string d = dir_.path() + "/node/node" + std::to_string(node);
+    std::filesystem::create_directories(d);
+    ASSERT_TRUE(WriteFileAtomic(d + "/cpulist", cpulist + "\n").ok());
+    if (!meminfo.empty()) {
+      ASSERT_TRUE(WriteFileAtomic(d + "/meminfo", meminfo).ok());
+    }
+  }
+  NodeSampleSources Sources(const NvmlSource* nvml = nullptr) const {
+    NodeSampleSources s;
+    s.system_dir = dir_.path();
+    s.shm_path = dir_.path();
+    s.nvml = nvml;
+    return s;
+  }
+
+  test::TempDir dir_{"ix-node-sample"};
+};
+
+TEST_F(NodeSampleTest, EveryNodeInNumberOrderWithItsMemory) {
+  AddNode(1, "", Meminfo(1, 2048, 1024, 512));  // CPU-less memory is listed too
+  AddNode(0, "0-3", Meminfo(0, 4096, 1000, 100));
+  const NodeSample s = TakeNodeSample(Sources());
+  ASSERT_EQ(s.numa.size(), 2u);
+  EXPECT_EQ(s.numa[0].node, 0);
+  EXPECT_EQ(s.numa[0].total_bytes, 4096u * 1024);
+  EXPECT_EQ(s.numa[0].free_bytes, 1000u * 1024);
+  EXPECT_EQ(s.numa[0].available_bytes, 1100u * 1024);
+  EXPECT_EQ(s.numa[1].node, 1);
+  EXPECT_EQ(s.numa[1].total_bytes, 2048u * 1024);
+  ASSERT_TRUE(s.shm.has_value());
+  EXPECT_EQ(s.shm->path, dir_.path());
+  EXPECT_GT(s.shm->size_bytes, 0u);
+  EXPECT_LE(s.shm->used_bytes, s.shm->size_bytes);
+  EXPECT_LE(s.shm->free_bytes, s.shm->size_bytes);
+  EXPECT_THAT(s.notes, IsEmpty());
+}
+
+TEST_F(NodeSampleTest, WhatCannotBeReadIsLeftOutWithANote) {
+  AddNode(0, "0-1", Meminfo(0, 4096, 1000, 100));
+  AddNode(1, "2-3", "");
+  AddNode(2, "4-5", "Node 2 MemTotal: many kB\n");
+  NodeSampleSources sources = Sources();
+  sources.shm_path = dir_.path() + "/no-shm";
+  const NodeSample s = TakeNodeSample(sources);
+  ASSERT_EQ(s.numa.size(), 1u);
+  EXPECT_EQ(s.numa[0].node, 0);
+  EXPECT_FALSE(s.shm.has_value());
+  const std::string node = dir_.path() + "/node/node";
+  EXPECT_THAT(s.notes,
+              ElementsAre("memory of NUMA node 1 unknown: " + node +
+                              "1/meminfo: cannot read: No such file or directory",
+                          "memory of NUMA node 2 unknown: " + node + "2/meminfo: 'Node 2 MemTotal: many kB': expected "
+                          "a number of kB",
+                          "shm unknown: statvfs " + sources.shm_path + ": No such file or directory"));
+}
+
+TEST_F(NodeSampleTest, NoNodesAtAllIsANote) {
+  const NodeSample s = TakeNodeSample(Sources());
+  EXPECT_THAT(s.numa, IsEmpty());
+  ASSERT_FALSE(s.notes.empty());
+  EXPECT_THAT(s.notes[0], StartsWith("NUMA nodes unknown: "));
+}
+
+TEST_F(NodeSampleTest, NvmlSaysWhetherItLoadsAndThatGpusAreNotSampled) {
+  AddNode(0, "0", Meminfo(0, 4096, 1000, 100));
+  EXPECT_EQ(TakeNodeSample(Sources()).nvml,
+            "NVML not loaded: not looked for; GPU sampling through NVML is not built yet");
+
+  NvmlGpus absent;
+  absent.state = NvmlGpus::State::kAbsent;
+  absent.detail = "NVML not present: cannot load libnvidia-ml.so.1";
+  const FakeNvml none(absent);
+  EXPECT_EQ(TakeNodeSample(Sources(&none)).nvml,
+            "NVML not present: cannot load libnvidia-ml.so.1; GPU sampling through NVML is not built yet");
+
+  NvmlGpus failed;
+  failed.state = NvmlGpus::State::kFailed;
+  failed.detail = "nvmlInit_v2 failed: Driver Not Loaded";
+  const FakeNvml broken(failed);
+  EXPECT_EQ(TakeNodeSample(Sources(&broken)).nvml,
+            "NVML loaded but not usable: nvmlInit_v2 failed: Driver Not Loaded; GPU sampling through NVML is not "
+            "built yet");
+
+  NvmlGpus two;
+  two.state = NvmlGpus::State::kOk;
+  two.bus_ids = {"0000:1b:00.0", "0000:43:00.0"};
+  const FakeNvml gpus(two);
+  const NodeSample s = TakeNodeSample(Sources(&gpus));
+  EXPECT_EQ(s.nvml, "NVML loads and lists 2 GPU(s); GPU sampling through NVML is not built yet");
+}
+
+TEST(NodeSampleToJson, TheDocumentedShape) {
+  NodeSample s;
+  s.numa.push_back({0, 4096, 1024, 2048});
+  s.numa.push_back({1, 8192, 10, 20});
+  s.shm = ShmSpace{"/dev/shm", 1000, 900, 100};
+  s.nvml = "NVML not present";
+  EXPECT_EQ(NodeSampleToJson(s, false),
+            R"({"numa":[{"node":0,"mem_total_bytes":4096,"mem_free_bytes":1024,"mem_available_bytes":2048},)"
+            R"({"node":1,"mem_total_bytes":8192,"mem_free_bytes":10,"mem_available_bytes":20}],)"
+            R"("shm":{"path":"/dev/shm","size_bytes":1000,"free_bytes":900,"used_bytes":100},)"
+            R"("gpus":[],"nvml":"NVML not present","notes":[]})");
+  s.shm.reset();
+  s.notes = {"shm unknown: \"quoted\""};
+  rapidjson::Document d;
+  d.Parse(NodeSampleToJson(s, true).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_TRUE(d["shm"].IsNull());
+  EXPECT_STREQ(d["notes"][0].GetString(), "shm unknown: \"quoted\"");
+}
+
+TEST(NodeSampleOfThisMachine, HasEveryNodeSysfsLists) {
+  const NodeSample s = TakeNodeSample(NodeSampleSources{});
+  size_t nodes = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("node", 0) == 0 && name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[4]))) ++nodes;
+  }
+  if (nodes == 0) GTEST_SKIP() << "no NUMA nodes in sysfs here";
+  EXPECT_EQ(s.numa.size(), nodes);
+  EXPECT_THAT(s.notes, IsEmpty());
+  for (const NumaMemory& n : s.numa) {
+    EXPECT_GT(n.total_bytes, 0u);
+    EXPECT_LE(n.free_bytes, n.available_bytes);
+    EXPECT_LE(n.available_bytes, n.total_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace ix
