@@ -9,7 +9,9 @@ std::optional<int> ParseCommandOptions(const std::string& command, const char* u
                                        const po::options_description& opts, const std::vector<std::string>& args,
                                        po::variables_map& vm) {
   try {
-    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    // No positional arguments: a stray word is misuse, not silently ignored.
+    const po::positional_options_description none;
+    po::store(po::command_line_parser(args).options(opts).positional(none).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << "ixctl " << command << ": " << e.what() << "\nTry 'ixctl " << command << " --help'.\n";

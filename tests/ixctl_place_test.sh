@@ -54,6 +54,9 @@ bad=$(mktemp --suffix=.xml); trap 'rm -f "$bad"' EXIT
 printf '<?xml version="1.0"?>\n<topology><object type="Machine"' >"$bad"
 err=$("$ixctl" topology --topology "$bad" 2>&1) && fail "malformed XML accepted"
 [[ $err == *"$bad"* ]] || fail "malformed XML message does not name the file: $err"
+# A stray word is misuse (exit 2), not silently ignored.
+err=$("$ixctl" topology --topology "$fx/hgx-b300-2tib.xml" stray 2>&1); rc=$?
+[[ $rc -eq 2 && $err == *"ixctl topology"* ]] || fail "stray word: exit $rc: $err"
 
 [[ $failures -eq 0 ]] || exit 1
 echo "ixctl topology/place: all checks passed"
