@@ -268,7 +268,8 @@ TEST(SweepDriver, ShowsEachJobsCountsWhenTheyChange) {
   EXPECT_EQ(Count(out, line), 4) << out;
   EXPECT_NE(out.find("sweep " + s.id + " failed after 4s: pending 0, running 0, done 2, failed 1, cancelled 0."),
             std::string::npos) << out;
-  const EntryRecord& failed = s.Entry(s.Load(), 1);
+  const LoadedSweep loaded = s.Load();  // kept: `failed` refers into it
+  const EntryRecord& failed = s.Entry(loaded, 1);
   EXPECT_EQ(failed.failure_reason, "engine exited");
   EXPECT_EQ(failed.failure_process, "engine");
 }
