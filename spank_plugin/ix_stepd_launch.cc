@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/base/file_text.h"
+#include "core/process/pidfd.h"
 
 namespace ix {
 namespace {
@@ -164,7 +165,7 @@ Status WaitForStepd(int run_dir_fd, std::chrono::steady_clock::time_point deadli
     if (pidfd < 0) {
       const std::string pid_text = ReadFileTextAt(run_dir_fd, "stepd.pid", &err, 64);
       const long pid = err ? 0 : std::strtol(pid_text.c_str(), nullptr, 10);
-      if (pid > 1) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+      if (pid > 1) pidfd = PidfdOpen(static_cast<pid_t>(pid));
     }
     if (pidfd >= 0) {
       struct pollfd p{pidfd, POLLIN, 0};

@@ -21,6 +21,7 @@
 #include "core/base/file_text.h"
 #include "core/recipe/launch_plan.h"
 #include "core/node/placement.h"
+#include "core/process/pidfd.h"
 #include "core/process/process.h"
 #include "core/node/ports.h"
 #include "core/recipe/recipe.h"
@@ -438,7 +439,7 @@ Supervisor* FindSupervisor() {
   const std::string pid_text = ReadFileTextAt(g_handles.run_dir_fd, "stepd.pid", &err, 64);
   const pid_t pid = err ? 0 : static_cast<pid_t>(std::atoi(pid_text.c_str()));
   if (pid <= 1) return nullptr;
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const int pidfd = PidfdOpen(pid);
   struct stat st{};
   Result<ProcessInfo> info = ReadProcessInfo(pid);
   if (pidfd < 0 || !info || ::fstatat(ProcDirFd(), std::to_string(pid).c_str(), &st, 0) != 0 || st.st_uid != g_uid) {
@@ -454,7 +455,7 @@ Supervisor* FindSupervisor() {
 void StartStop() {
   Supervisor* s = FindSupervisor();
   if (!s || s->stopping) return;
-  ::syscall(SYS_pidfd_send_signal, s->pidfd, SIGTERM, nullptr, 0);
+  PidfdSendSignal(s->pidfd, SIGTERM);
   s->stopping = true;
 }
 
@@ -479,7 +480,7 @@ void AwaitSupervisor(Supervisor& sup, std::vector<ProcessId>& remembered) {
     for (const ProcessId& id : Remember(&sup)) {
       if (std::find(remembered.begin(), remembered.end(), id) == remembered.end()) remembered.push_back(id);
     }
-    ::syscall(SYS_pidfd_send_signal, sup.pidfd, SIGKILL, nullptr, 0);
+    PidfdSendSignal(sup.pidfd, SIGKILL);
     ::poll(&pfd, 1, 5000);
   }
   ::close(sup.pidfd);

@@ -1,5 +1,5 @@
-// pidfd system calls by number, for the files of ix_process that hold
-// processes by pidfd (process_stop.cc, process_watch.cc): glibc 2.36's
+// pidfd system calls by number, for everything that holds a process by
+// pidfd (the stop, the watch, the plugin's hold on ix-stepd): glibc 2.36's
 // <sys/pidfd.h> lacks extern "C". Both return -1 with errno on failure
 // (ENOSYS on kernels older than 5.3 / 5.1).
 #pragma once
