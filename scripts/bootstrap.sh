@@ -10,8 +10,8 @@ PACKAGES=(
   libslurm-dev slurm-wlm slurm-client munge libmunge-dev
   libhwloc-dev hwloc
   libyaml-dev rapidjson-dev libboost-dev libboost-program-options-dev
-  libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libsqlite3-dev sqlite3 libcpp-httplib-dev
+  libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libsqlite3-dev sqlite3 libcpp-httplib-dev prometheus
   python3 curl procps iproute2 util-linux
   clang libclang-rt-14-dev
 )
@@ -37,8 +37,9 @@ if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${mis
   exit 1
 fi
 # Debian starts munge and slurm daemons on install; the project runs its own
-# private instances, so the distribution's services are stopped and disabled.
-for svc in slurmctld slurmd munge; do
+# private instances (and needs only promtool of Prometheus), so the
+# distribution's services are stopped and disabled.
+for svc in slurmctld slurmd munge prometheus; do
   if command -v systemctl >/dev/null 2>&1 && systemctl list-unit-files "$svc.service" >/dev/null 2>&1; then
     systemctl disable --now "$svc" >/dev/null 2>&1 || true
   fi
