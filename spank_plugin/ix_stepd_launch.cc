@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,9 +70,24 @@ Result<StepdHandles> OpenStepdHandles(const std::string& stepd, const std::strin
 }
 
 void CloseStepdHandles(StepdHandles& h) {
-  if (h.exe_fd >= 0) ::close(h.exe_fd);
-  if (h.run_dir_fd >= 0) ::close(h.run_dir_fd);
+  for (int fd : {h.exe_fd, h.run_dir_fd, h.agent_fd}) {
+    if (fd >= 0) ::close(fd);
+  }
   h = StepdHandles{};
+}
+
+int ConnectAgentSocket(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.empty() || path.size() >= sizeof addr.sun_path) return -1;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 Result<LaunchedStepd> LaunchStepd(const StepdHandles& h, const std::vector<std::string>& argv, char* const* envp) {
@@ -107,6 +124,8 @@ Result<LaunchedStepd> LaunchStepd(const StepdHandles& h, const std::vector<std::
   const int rw = ::fcntl(ready[1], F_DUPFD_CLOEXEC, 10);
   const int lg = ::fcntl(log, F_DUPFD_CLOEXEC, 10);
   const int ir = ::fcntl(in[0], F_DUPFD_CLOEXEC, 10);
+  // volatile: read after vfork (the child shares this frame).
+  volatile const int agent = h.agent_fd >= 0 ? ::fcntl(h.agent_fd, F_DUPFD_CLOEXEC, 10) : -1;
   for (int fd : {log, in[0], ready[1]}) ::close(fd);
   ChildError child_error;
   // vfork: this task is a copy of slurmstepd, whose page tables a fork
@@ -117,12 +136,13 @@ Result<LaunchedStepd> LaunchStepd(const StepdHandles& h, const std::vector<std::
     if (::dup2(rw, kStepdReadyFd) < 0 || ::dup2(run, kStepdRunDirFd) < 0) ChildFail(&child_error, "dup2");
     if (::dup2(exe, kStepdRunDirFd + 1) < 0) ChildFail(&child_error, "dup2");
     ::fcntl(kStepdRunDirFd + 1, F_SETFD, FD_CLOEXEC);  // an ELF needs no /dev/fd/N after the exec
-    ::syscall(SYS_close_range, kStepdRunDirFd + 2, ~0U, 0);
+    if (agent >= 0 && ::dup2(agent, kStepdAgentFd) < 0) ChildFail(&child_error, "dup2");
+    ::syscall(SYS_close_range, agent >= 0 ? kStepdAgentFd + 1 : kStepdAgentFd, ~0U, 0);
     ::syscall(SYS_execveat, kStepdRunDirFd + 1, "", args.data(), envp, AT_EMPTY_PATH);
     ChildFail(&child_error, "execute");
   }
   const int fork_errno = errno;
-  for (int fd : {exe, run, rw, lg, ir}) {
+  for (int fd : {exe, run, rw, lg, ir, agent}) {
     if (fd >= 0) ::close(fd);
   }
   if (pid < 0 || child_error.call) {

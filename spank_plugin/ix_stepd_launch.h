@@ -22,17 +22,26 @@ namespace ix {
 struct StepdHandles {
   int exe_fd = -1;      // ix-stepd (O_PATH), a regular file
   int run_dir_fd = -1;  // the step's run directory
+  int agent_fd = -1;    // a datagram socket connected to the node agent's (ConnectAgentSocket)
 };
 
 // The descriptor numbers ix-stepd gets.
 constexpr int kStepdReadyFd = 3;   // "ready\n" or "failed: ...\n"
 constexpr int kStepdRunDirFd = 4;  // --run-dir-fd
+// (5 is ix-stepd's own executable while it is executed)
+constexpr int kStepdAgentFd = 6;   // --agent-fd, when the agent's socket was connected
 
 // Opens `stepd`, which must be a regular, executable file (O_PATH).
 Result<int> OpenStepdExe(const std::string& stepd);
 // The same and the run directory `run_dir` (not through a symlink).
 Result<StepdHandles> OpenStepdHandles(const std::string& stepd, const std::string& run_dir);
 void CloseStepdHandles(StepdHandles& h);
+
+// A datagram socket connected to the node agent's socket at `path`, made
+// here on the host so that ix-stepd can send from a container where the
+// path does not exist; -1 when there is no agent listening (events are
+// then lost, never the step).
+int ConnectAgentSocket(const std::string& path);
 
 // A started ix-stepd: its pid and the read end of its ready pipe.
 struct LaunchedStepd {
@@ -42,7 +51,8 @@ struct LaunchedStepd {
 
 // Starts ix-stepd from h.exe_fd with `argv` and `envp`: stdin empty, stdout
 // and stderr appended to stepd.log in the run directory, the ready pipe on
-// kStepdReadyFd, the run directory on kStepdRunDirFd, nothing else open.
+// kStepdReadyFd, the run directory on kStepdRunDirFd, the agent's socket (if
+// connected) on kStepdAgentFd, nothing else open.
 // The error says which step failed, e.g. "cannot execute ix-stepd: Exec
 // format error".
 Result<LaunchedStepd> LaunchStepd(const StepdHandles& h, const std::vector<std::string>& argv, char* const* envp);

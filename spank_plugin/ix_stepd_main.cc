@@ -66,8 +66,8 @@ bool SplitPair(const std::string& s, std::string& k, std::string& v) {
 
 // ix-stepd's command line, as given (-1: not given).
 struct StepdArgs {
-  std::string plan_path, run_dir, result_dir, agent_socket, step;
-  int ready_fd = -1, run_dir_fd = -1, owner_pid = -1;
+  std::string plan_path, run_dir, result_dir, agent_socket, step, gpus;
+  int ready_fd = -1, run_dir_fd = -1, owner_pid = -1, agent_fd = -1;
   bool stop_with_client = false;
   double ready_timeout = 3600, health_ms = 250, grace_ms = 3000;
   std::vector<std::string> binds;
@@ -97,7 +97,10 @@ std::optional<int> ParseArgs(int argc, char** argv, StepdArgs& a) {
        "the step's slurmstepd: when it dies, kill the clients and stop the step (default: the parent of the "
        "first --client-pid; 0: none)")
       ("agent-socket", po::value(&a.agent_socket)->value_name("PATH"), "the node agent's event socket")
+      ("agent-fd", po::value(&a.agent_fd)->value_name("FD"),
+       "an inherited socket connected to the agent's (tried before --agent-socket)")
       ("step", po::value(&a.step)->value_name("JOB.STEP"), "the step id events carry")
+      ("gpus", po::value(&a.gpus)->value_name("LIST"), "the step's GPUs by node (NVML) index, for the agent's telemetry")
       ("health-interval-ms", po::value(&a.health_ms)->value_name("MS"), "health probe period once ready (default 250)")
       ("stop-grace-ms", po::value(&a.grace_ms)->value_name("MS"), "SIGTERM to SIGKILL (default 3000)")
       ("help,h", "show this help");
@@ -185,7 +188,20 @@ std::optional<int> MakeOptions(const StepdArgs& a, int result_dir_fd, ix::Superv
   o.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_ms));
   o.ready_fd = a.ready_fd;
   o.agent_socket = a.agent_socket;
+  o.agent_fd = a.agent_fd;
+  if (a.agent_fd >= 0) ::fcntl(a.agent_fd, F_SETFD, FD_CLOEXEC);  // the servers never see it
   o.step = a.step;
+  // Set by `ixsubmit task` for the step it runs: events name their entry.
+  if (const char* sweep = std::getenv("IX_SWEEP_ID"); sweep && *sweep) {
+    o.sweep = sweep;
+    const char* entry = std::getenv("IX_SWEEP_ENTRY");
+    o.entry = entry && *entry ? std::strtoll(entry, nullptr, 10) : -1;
+  }
+  if (!a.gpus.empty()) {
+    ix::Result<std::vector<int>> gpus = ix::ParseIdList(a.gpus, "--gpus");
+    if (!gpus) return Fail(a.ready_fd, gpus.error().message, 2);
+    o.node_gpus = gpus.value();
+  }
   for (int c : a.clients) o.client_pids.push_back(static_cast<pid_t>(c));
   o.owner_pid = a.owner_pid >= 0 ? static_cast<pid_t>(a.owner_pid) : a.clients.empty() ? 0 : ClientParent(a.clients[0]);
   if (a.owner_pid < 0 && !a.clients.empty() && o.owner_pid == 0) {

@@ -254,6 +254,9 @@ Status MakeRunDir(spank_t sp, const PluginArgs& args, StepSetup& s, const std::s
   g_handles.exe_fd = exe.value();
   g_handles.run_dir_fd = ::openat(g_run_base_fd, s.step_id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (g_handles.run_dir_fd < 0) return Error{"cannot open " + s.run_dir + ": " + std::strerror(errno)};
+  // Connected here, on the host: under Pyxis the socket's path may not
+  // exist in the container where ix-stepd runs.
+  g_handles.agent_fd = ConnectAgentSocket(args.agent_socket);
   // Everything after goes through the descriptor.
   const int dir = g_handles.run_dir_fd;
   for (const auto& [name, text] : {std::pair{"plan.json", PlanToJson(s.plan, true)}, {"placement.json", placement_json}}) {
@@ -343,7 +346,8 @@ int StartSupervisor(spank_t sp, const StepSetup& s) {
   // With one local task, that task is the client: ix-stepd stops the
   // servers the moment it exits, before any task_exit hook runs.
   const std::vector<std::string> argv =
-      StepdArgv("ix-stepd", s, kStepdReadyFd, ::getpid(), kStepdRunDirFd, local_tasks == 1);
+      StepdArgv("ix-stepd", s, kStepdReadyFd, ::getpid(), kStepdRunDirFd, local_tasks == 1,
+                g_handles.agent_fd >= 0 ? kStepdAgentFd : -1);
   // ix-stepd runs in the job's environment as it is now (under Pyxis: the
   // image's, PATH included), which the task gets only at its exec.
   char** job_env = nullptr;

@@ -47,6 +47,7 @@ Result<std::string> PlaceStep(StepSetup& setup, const Recipe& recipe, const Topo
     return nothing_placed;
   }
   request.step_gpus = gpus.value().gpus;
+  setup.node_gpus = gpus.value().gpus;
   Result<Placement> placed = PlanPlacement(setup.plan, topology, request);
   if (!placed) {
     if (Status a = Accept(setup, policy, placed.error()); !a) return a.error();
@@ -126,7 +127,7 @@ Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const Lau
 }
 
 std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetup& s, int ready_fd,
-                                   pid_t client_pid, int run_dir_fd, bool stop_with_client) {
+                                   pid_t client_pid, int run_dir_fd, bool stop_with_client, int agent_fd) {
   // The run directory is a descriptor (it has no path inside a container);
   // --run-dir only names it in messages, and plan.json is read through it.
   std::vector<std::string> a = {stepd_path,
@@ -139,6 +140,8 @@ std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetu
   if (!s.result_dir.empty()) a.insert(a.end(), {"--result-dir", s.result_dir});
   if (stop_with_client) a.push_back("--stop-with-client");
   if (!s.agent_socket.empty()) a.insert(a.end(), {"--agent-socket", s.agent_socket, "--step", s.step_id});
+  if (agent_fd >= 0) a.insert(a.end(), {"--agent-fd", std::to_string(agent_fd)});
+  if (!s.node_gpus.empty()) a.insert(a.end(), {"--gpus", FormatIdList(s.node_gpus)});
   for (const auto& [name, t] : s.bindings) {
     if (t.cpus.empty()) continue;
     std::string b = name + "=" + FormatIdList(t.cpus);

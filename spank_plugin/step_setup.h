@@ -31,6 +31,7 @@ struct StepSetup {
   std::string run_dir;     // per-step state, owned by the job user
   std::string result_dir;  // logs and failure.json: IX_RESULT_DIR; "" = results/ in run_dir
   std::string agent_socket;  // the node agent's event socket; "" = none
+  std::vector<int> node_gpus;  // the step's GPUs by node index (NVML's), step order; empty: unknown
   int ready_timeout_s = 3600;
 };
 
@@ -70,10 +71,12 @@ std::vector<GpuPlace> GpuPlacesFor(const LaunchPlan& plan, const Placement& plac
 
 // argv of ix-stepd for this step (no shell): the run directory as
 // descriptor `run_dir_fd` (plan.json is read through it), the result
-// directory when the job set one, the bindings; with stop_with_client,
-// ix-stepd stops the servers as soon as `client_pid` exits.
+// directory when the job set one, the bindings, the step's GPUs (node
+// indices, for the agent's telemetry); with stop_with_client, ix-stepd stops
+// the servers as soon as `client_pid` exits; `agent_fd` >= 0: the agent's
+// socket is that inherited descriptor.
 std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetup& setup, int ready_fd,
-                                   pid_t client_pid, int run_dir_fd, bool stop_with_client);
+                                   pid_t client_pid, int run_dir_fd, bool stop_with_client, int agent_fd = -1);
 
 // What the tasks get: IX_ENDPOINT, IX_PORT, IX_PORT_<NAME>, IX_RUN_DIR,
 // IX_RESULT_DIR (inferencex-JOB.STEP in the working directory when the job

@@ -121,6 +121,18 @@ std::string ObtainedJson(const std::vector<std::pair<std::string, Result<ProcBin
 
 }  // namespace
 
+std::vector<std::string> EngineMetricsUrls(const LaunchPlan& plan) {
+  std::vector<std::string> urls;
+  for (const PlannedProcess& p : plan.processes) {
+    if ((p.name != "engine" && p.name.rfind("engine-", 0) != 0) || p.readiness.empty()) continue;
+    const std::string& u = p.readiness.front().url;
+    const size_t scheme = u.find("://");
+    if (scheme == std::string::npos) continue;
+    urls.push_back(u.substr(0, u.find('/', scheme + 3)) + "/metrics");
+  }
+  return urls;
+}
+
 std::string NarrowVisibleDevices(const std::optional<std::string>& visible, const std::vector<int64_t>& gpus) {
   std::vector<std::string> ids;
   if (visible && !visible->empty()) {
@@ -207,7 +219,9 @@ bool IsOwner(const ProcessExit& x) {
 class Supervision {
  public:
   Supervision(const LaunchPlan& plan, const SupervisorOptions& o, volatile const sig_atomic_t* stop_requested)
-      : plan_(plan), o_(o), stop_requested_(stop_requested), ready_fd_(o.ready_fd), events_(o.agent_socket) {}
+      : plan_(plan), o_(o), stop_requested_(stop_requested), ready_fd_(o.ready_fd), events_(o.agent_fd, o.agent_socket) {
+    if (!o.sweep.empty()) events_.SetEntry(o.sweep, o.entry);
+  }
 
   int Run() {
     if (std::optional<int> end = WatchOwnerAndClient()) return *end;
@@ -361,7 +375,29 @@ class Supervision {
     const std::string obtained_json = ObtainedJson(obtained);
     WriteIn(o_.run_dir_fd, o_.run_dir, "placement-obtained.json", obtained_json + "\n");
     events_.Send("placement", o_.step, {}, {{"obtained", obtained_json}});
+    SendTelemetry();
     return std::nullopt;
+  }
+
+  // Asks the agent for the step's GPU telemetry: gpu_metrics.csv in the
+  // result directory, made here as the job user and handed over as a
+  // descriptor (the agent, root, never opens a path the user controls), and
+  // where each engine's /metrics is for hang detection. Without an agent
+  // that takes it, the file is removed again.
+  void SendTelemetry() {
+    if (!events_.enabled() || o_.result_dir_fd < 0) return;
+    const int fd = ::openat(o_.result_dir_fd, "gpu_metrics.csv",
+                            O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      std::fprintf(stderr, "ix-stepd: no gpu_metrics.csv: %s\n", std::strerror(errno));
+      return;
+    }
+    std::string gpus = "[", urls = "[";
+    for (int g : o_.node_gpus) gpus += (gpus.size() > 1 ? "," : "") + std::to_string(g);
+    for (const std::string& u : EngineMetricsUrls(plan_)) urls += (urls.size() > 1 ? ",\"" : "\"") + u + "\"";
+    const bool sent = events_.Send("telemetry", o_.step, {}, {{"gpus", gpus + "]"}, {"metrics_urls", urls + "]"}}, fd);
+    ::close(fd);
+    if (!sent) ::unlinkat(o_.result_dir_fd, "gpu_metrics.csv", 0);
   }
 
   // Before every readiness probe: a stop, the client's or the owner's exit,

@@ -56,7 +56,11 @@ struct SupervisorOptions {
   // Per process name: where to bind it (from the placement), or none.
   std::vector<std::pair<std::string, BindingTarget>> bindings;
   std::string agent_socket;  // events for the node agent; "" = none
+  int agent_fd = -1;         // a socket connected to the agent's (taken over); -1 = none
   std::string step;          // "JOB.STEP", carried by every event
+  std::string sweep;         // the sweep and entry events belong to ("" / -1: none)
+  int64_t entry = -1;
+  std::vector<int> node_gpus;  // the step's GPUs (NVML indices) for the agent's gpu_metrics.csv
 };
 
 // Runs the step until a failure (the owner's death is one), until
@@ -70,6 +74,11 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& options,
 // lines of its log, and the time.
 std::string FailureJson(const std::string& process, pid_t pid, const std::string& reason,
                         const std::string& log_tail);
+
+// Each engine's /metrics (the vLLM API servers: processes named engine or
+// engine-*), from the origin of its first readiness URL, for the agent's
+// hang detection: "http://localhost:20001/metrics".
+std::vector<std::string> EngineMetricsUrls(const LaunchPlan& plan);
 
 // CUDA_VISIBLE_DEVICES for a process serving `gpus` (step-local indices)
 // when the step sees `visible` ("" or unset: the indices themselves).

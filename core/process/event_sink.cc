@@ -41,11 +41,14 @@ std::string EventJson(const std::string& event, const std::string& step, double 
   return std::string(buf.GetString(), buf.GetSize());
 }
 
-EventSink::EventSink(std::string socket_path) : path_(std::move(socket_path)) {
+EventSink::EventSink(std::string socket_path) : EventSink(-1, std::move(socket_path)) {}
+
+EventSink::EventSink(int connected_fd, std::string socket_path)
+    : path_(std::move(socket_path)), connected_fd_(connected_fd) {
   if (path_.empty()) return;
   if (path_.size() >= sizeof(sockaddr_un{}.sun_path)) {
     last_error_ = "agent socket path is too long: " + path_;
-    return;
+    return;  // no fd_: each event is counted as dropped
   }
   fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd_ < 0) last_error_ = std::string("socket: ") + std::strerror(errno);
@@ -53,29 +56,59 @@ EventSink::EventSink(std::string socket_path) : path_(std::move(socket_path)) {
 
 EventSink::~EventSink() {
   if (fd_ >= 0) ::close(fd_);
+  if (connected_fd_ >= 0) ::close(connected_fd_);
 }
 
-void EventSink::Send(const std::string& event, const std::string& step,
-                     const std::vector<std::pair<std::string, std::string>>& fields,
-                     const std::vector<std::pair<std::string, std::string>>& raw) {
-  if (path_.empty()) return;
-  if (fd_ < 0) {
-    ++dropped_;
-    return;
-  }
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const std::string text = EventJson(event, step, now, fields, raw);
+void EventSink::SetEntry(std::string sweep, int64_t entry) {
+  sweep_ = std::move(sweep);
+  entry_ = entry;
+}
+
+// One datagram, never blocking; with `pass_fd` as SCM_RIGHTS.
+bool EventSink::SendOn(int fd, bool to_path, const std::string& text, int pass_fd) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path_.c_str(), path_.size());
-  const ssize_t n = ::sendto(fd_, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
-                             reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-  if (n == static_cast<ssize_t>(text.size())) {
-    ++sent_;
-  } else {
-    ++dropped_;
-    last_error_ = path_ + ": " + std::strerror(errno);
+  iovec iov{const_cast<char*>(text.data()), text.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (to_path) {
+    msg.msg_name = &addr;
+    msg.msg_namelen = sizeof addr;
   }
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (pass_fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  const ssize_t n = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n == static_cast<ssize_t>(text.size())) return true;
+  last_error_ = (to_path ? path_ : std::string("the agent's socket")) + ": " + std::strerror(errno);
+  return false;
+}
+
+bool EventSink::Send(const std::string& event, const std::string& step,
+                     const std::vector<std::pair<std::string, std::string>>& fields,
+                     const std::vector<std::pair<std::string, std::string>>& raw, int pass_fd) {
+  if (!enabled()) return false;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::vector<std::pair<std::string, std::string>> f = {{"id", step + ":" + std::to_string(++seq_)}};
+  if (!sweep_.empty()) f.emplace_back("sweep", sweep_);
+  f.insert(f.end(), fields.begin(), fields.end());
+  std::vector<std::pair<std::string, std::string>> r;
+  if (entry_ >= 0) r.emplace_back("entry", std::to_string(entry_));
+  r.insert(r.end(), raw.begin(), raw.end());
+  const std::string text = EventJson(event, step, now, f, r);
+  const bool ok = (connected_fd_ >= 0 && SendOn(connected_fd_, false, text, pass_fd)) ||
+                  (fd_ >= 0 && SendOn(fd_, true, text, pass_fd));
+  ++(ok ? sent_ : dropped_);
+  return ok;
 }
 
 }  // namespace ix

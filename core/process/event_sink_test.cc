@@ -6,7 +6,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
 namespace ix {
@@ -30,8 +32,24 @@ class Listener {
     ::unlink(path_.c_str());
   }
   std::string Receive() {
+    int ignored = -1;
+    return Receive(&ignored);
+  }
+  // The next datagram and the descriptor it carried (-1: none).
+  std::string Receive(int* passed_fd) {
     char buf[65536];
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    iovec iov{buf, sizeof buf};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
+    *passed_fd = -1;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_type == SCM_RIGHTS) std::memcpy(passed_fd, CMSG_DATA(c), sizeof(int));
+    }
     return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
   }
 
@@ -66,6 +84,65 @@ TEST(EventSink, EachEventIsOneJsonDatagram) {
   d.Parse(second.c_str());
   ASSERT_FALSE(d.HasParseError()) << second;
   EXPECT_EQ(d["binding"]["numa"].GetInt(), 0);
+}
+
+TEST(EventSink, EventsCarryIdsAndTheirEntry) {
+  const std::string path = SocketPath("ids");
+  Listener agent(path);
+  EventSink sink(path);
+  sink.Send("started", "7.0");
+  sink.SetEntry("sw-1", 12);
+  sink.Send("ready", "7.0");
+  rapidjson::Document d;
+  d.Parse(agent.Receive().c_str());
+  EXPECT_STREQ(d["id"].GetString(), "7.0:1");
+  EXPECT_FALSE(d.HasMember("sweep"));
+  d.Parse(agent.Receive().c_str());
+  EXPECT_STREQ(d["id"].GetString(), "7.0:2");
+  EXPECT_STREQ(d["sweep"].GetString(), "sw-1");
+  EXPECT_EQ(d["entry"].GetInt(), 12);
+}
+
+TEST(EventSink, ADescriptorGoesAlong) {
+  const std::string path = SocketPath("fd");
+  Listener agent(path);
+  EventSink sink(path);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  EXPECT_TRUE(sink.Send("telemetry", "7.0", {}, {}, pipe_fds[1]));
+  ::close(pipe_fds[1]);
+  int got = -1;
+  agent.Receive(&got);
+  ASSERT_GE(got, 0);
+  ASSERT_EQ(::write(got, "x", 1), 1);  // the receiver writes into the sender's pipe
+  ::close(got);
+  char c = 0;
+  EXPECT_EQ(::read(pipe_fds[0], &c, 1), 1);
+  EXPECT_EQ(c, 'x');
+  ::close(pipe_fds[0]);
+}
+
+// slurmstepd connects on the host and ix-stepd inherits the descriptor; once
+// the agent restarts (a new socket at the same path), the path is used.
+TEST(EventSink, AConnectedDescriptorFallsBackToThePath) {
+  const std::string path = SocketPath("conn");
+  auto connected = [&] {
+    const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return fd;
+  };
+  auto first = std::make_unique<Listener>(path);
+  EventSink sink(connected(), path);
+  EXPECT_TRUE(sink.Send("started", "8.0"));
+  EXPECT_NE(first->Receive().find("\"8.0:1\""), std::string::npos);
+  first.reset();
+  Listener restarted(path);
+  EXPECT_TRUE(sink.Send("ready", "8.0"));
+  EXPECT_NE(restarted.Receive().find("\"8.0:2\""), std::string::npos);
+  EXPECT_EQ(sink.dropped(), 0u);
 }
 
 TEST(EventSink, NoAgentCostsNothingButIsCounted) {
