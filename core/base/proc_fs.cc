@@ -68,7 +68,7 @@ Result<ProcessInfo> ParseProcStat(std::string_view text, const std::string& wher
   if (!ParseSigned(pid_text, v)) return bad("bad pid '" + std::string(pid_text) + "'");
   p.pid = static_cast<pid_t>(v);
   p.comm = std::string(text.substr(open + 1, close - open - 1));
-  std::array<std::string_view, 20> f;  // f[0] is field 3 (state)
+  std::array<std::string_view, 22> f;  // f[0] is field 3 (state)
   size_t fields = 0;
   size_t pos = close + 1;
   while (pos < text.size() && fields < f.size()) {
@@ -78,7 +78,7 @@ Result<ProcessInfo> ParseProcStat(std::string_view text, const std::string& wher
     if (end > pos) f[fields++] = text.substr(pos, end - pos);
     pos = end;
   }
-  if (fields < f.size()) return bad("too few fields (" + std::to_string(fields + 2) + ", need 22)");
+  if (fields < 20) return bad("too few fields (" + std::to_string(fields + 2) + ", need 22)");
   if (f[0].size() != 1) return bad("bad state '" + std::string(f[0]) + "'");
   p.state = f[0][0];
   int64_t ppid = 0, pgid = 0, sid = 0;
@@ -89,6 +89,11 @@ Result<ProcessInfo> ParseProcStat(std::string_view text, const std::string& wher
   p.pgid = static_cast<pid_t>(pgid);
   p.sid = static_cast<pid_t>(sid);
   if (!ParseUnsigned(f[19], p.start_time)) return bad("bad start time '" + std::string(f[19]) + "'");
+  // Fields 14, 15 (utime, stime) and 24 (rss): what a sampler reads; a
+  // reading that is not a number stays 0 (identity matters, these do not).
+  (void)ParseUnsigned(f[11], p.utime_ticks);
+  (void)ParseUnsigned(f[12], p.stime_ticks);
+  if (fields >= 22) (void)ParseUnsigned(f[21], p.rss_pages);
   return p;
 }
 

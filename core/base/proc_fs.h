@@ -37,6 +37,8 @@ struct ProcessInfo {
   char state = '?';      // R S D Z T t X I ...
   std::string comm;      // at most 15 characters, may hold spaces and ')'
   uint64_t start_time = 0;
+  uint64_t utime_ticks = 0, stime_ticks = 0;  // CPU time (clock ticks), user and system
+  uint64_t rss_pages = 0;                     // resident set size in pages
   ProcessId id() const { return {pid, start_time}; }
   // A zombie has exited: it only waits to be reaped.
   bool exited() const { return state == 'Z' || state == 'X'; }

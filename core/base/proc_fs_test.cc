@@ -24,6 +24,9 @@ TEST(ProcStat, ParsesACommWithSpacesAndParentheses) {
   EXPECT_EQ(p.value().pgid, 4242);
   EXPECT_EQ(p.value().sid, 4242);
   EXPECT_EQ(p.value().start_time, 987654u);
+  EXPECT_EQ(p.value().utime_ticks, 1u);
+  EXPECT_EQ(p.value().stime_ticks, 2u);
+  EXPECT_EQ(p.value().rss_pages, 200u);
   EXPECT_FALSE(p.value().exited());
 
   Result<ProcessInfo> bad = ParseProcStat("12 (x) Z 1 2", "/proc/12/stat");

@@ -11,52 +11,12 @@
 #include <memory>
 #include <string>
 
+#include "tests/support/datagram_listener.h"
+
 namespace ix {
 namespace {
 
-// A datagram socket standing in for the node agent.
-class Listener {
- public:
-  explicit Listener(const std::string& path) : path_(path) {
-    ::unlink(path.c_str());
-    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    timeval tv{2, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  ~Listener() {
-    ::close(fd_);
-    ::unlink(path_.c_str());
-  }
-  std::string Receive() {
-    int ignored = -1;
-    return Receive(&ignored);
-  }
-  // The next datagram and the descriptor it carried (-1: none).
-  std::string Receive(int* passed_fd) {
-    char buf[65536];
-    iovec iov{buf, sizeof buf};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
-    *passed_fd = -1;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_type == SCM_RIGHTS) std::memcpy(passed_fd, CMSG_DATA(c), sizeof(int));
-    }
-    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
+using Listener = test::DatagramListener;
 
 std::string SocketPath(const char* tag) {
   return "/tmp/ix-ev-" + std::to_string(::getpid()) + "-" + tag + ".sock";

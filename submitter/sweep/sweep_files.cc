@@ -60,6 +60,16 @@ using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
 void String(JsonWriter& w, const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); }
 
+void WriteStream(JsonWriter& w, const StreamSettings& s) {
+  w.Key("stream");
+  w.StartObject();
+  w.Key("agent_socket"); String(w, s.agent_socket);
+  w.Key("collector_url"); String(w, s.collector_url);
+  w.Key("token_file"); String(w, s.token_file);
+  w.Key("node_result_dir"); String(w, s.node_result_dir);
+  w.EndObject();
+}
+
 void WriteSettings(JsonWriter& w, const SubmitSettings& s, const ContainerSettings& c) {
   w.Key("sbatch");
   w.StartObject();
@@ -127,6 +137,7 @@ std::string ManifestJson(const SweepManifest& m) {
   for (const auto& a : m.client) String(w, a);
   w.EndArray();
   WriteSettings(w, m.settings, m.container);
+  WriteStream(w, m.stream);
   w.Key("jobs");
   w.StartArray();
   for (const PlannedJob& j : m.plan.jobs) WriteJob(w, j);
@@ -218,6 +229,11 @@ std::string ResultDir(const SweepManifest& m, int64_t index) {
   return m.sweep_dir + "/results/" + std::to_string(index);
 }
 
+std::string TaskResultDir(const SweepManifest& m, int64_t index) {
+  if (m.stream.node_result_dir.empty()) return ResultDir(m, index);
+  return m.stream.node_result_dir + "/" + m.sweep_id + "/" + std::to_string(index);
+}
+
 std::string JobName(const SweepManifest& m, const PlannedJob& job) {
   std::string key = job.entries.empty() ? "" : m.plan.entries[static_cast<size_t>(job.entries[0])].config_key;
   return "ix-" + m.sweep_id + "-" + (job.canary ? std::string("canary") : Safe(job.key.substr(7))) + "-" + Safe(key);
@@ -279,6 +295,16 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     m.container.enabled = c.Bool("enabled");
     m.container.squash_dir = c.Str("squash_dir");
     m.container.model_dir = c.Str("model_dir");
+  }
+  // Without "stream" (written before the agent): the default socket, no
+  // collector, results in the sweep directory.
+  if (d.HasMember("stream") && d["stream"].IsObject()) {
+    const Fields s{d["stream"]};
+    // An empty agent_socket is the default one.
+    if (!s.Str("agent_socket").empty()) m.stream.agent_socket = s.Str("agent_socket");
+    m.stream.collector_url = s.Str("collector_url");
+    m.stream.token_file = s.Str("token_file");
+    m.stream.node_result_dir = s.Str("node_result_dir");
   }
   if (Status s = ReadObjects(d["jobs"], "jobs", path, m.plan.jobs, ReadJob); !s) return s.error();
   const auto read_entry = [&](const Fields& f) -> Result<PlannedEntry> {

@@ -27,6 +27,18 @@ struct SubmitSettings {
   int64_t throttle = 4;  // --array=...%throttle; 0 = no limit
 };
 
+// How a sweep's tasks report to the node agent and, through it, to the
+// sweep's collector. Empty strings: not used. With `node_result_dir`, each
+// entry's step writes its results on the node (NODE_RESULT_DIR/SWEEP/INDEX)
+// and they reach results/INDEX/ in the sweep directory only through the
+// collector.
+struct StreamSettings {
+  std::string agent_socket = "/run/inferencex/agent.sock";
+  std::string collector_url;  // "http://submit-host:PORT"; "" = no collector
+  std::string token_file;     // the sweep's collector token (0600, the user's)
+  std::string node_result_dir;
+};
+
 // Everything sweep.json holds: the sweep's identity, how its tasks run, and
 // its plan. Invariants once read (checked): entry i has index i; a job's
 // entries are entries of the plan; a job other than the canary is an array
@@ -41,11 +53,15 @@ struct SweepManifest {
   std::vector<std::string> client;  // the step's client argv
   SubmitSettings settings;          // kept, so a resumed submitter submits the same way
   ContainerSettings container;      // what every task's step runs in; kept the same way
+  StreamSettings stream;            // events and results through the node agent
   SweepPlan plan;
 };
 
 std::string ScriptPath(const SweepManifest& m, const PlannedJob& job);
+// An entry's results as the submitter reads them (results/INDEX in the sweep
+// directory) and where its task writes them (the same, or on the node).
 std::string ResultDir(const SweepManifest& m, int64_t index);
+std::string TaskResultDir(const SweepManifest& m, int64_t index);
 // `ix-SWEEP-BUCKET-KEY`: unique per sweep, so a resumed submitter can find
 // a job it submitted by name.
 std::string JobName(const SweepManifest& m, const PlannedJob& job);

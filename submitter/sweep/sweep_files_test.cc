@@ -58,5 +58,23 @@ TEST(SweepManifestJson, AMinimalManifestReads) {
   EXPECT_EQ(m.value().plan.entries[0].conc, 8);
 }
 
+TEST(SweepManifestJson, StreamSettingsRoundTripAndPlaceTheTaskResults) {
+  const std::string base = kHead + R"("sweep":"sw-2","sweep_dir":"/s","jobs":[],"entries":[])";
+  Result<SweepManifest> old = SweepManifestFromJson(base + "}", "s.json");
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(old.value().stream.agent_socket, "/run/inferencex/agent.sock");  // written before the agent
+  EXPECT_EQ(TaskResultDir(old.value(), 3), "/s/results/3");
+
+  Result<SweepManifest> m = SweepManifestFromJson(
+      base + R"(,"stream":{"agent_socket":"/a.sock","collector_url":"http://h:1","token_file":"/s/t",)"
+             R"("node_result_dir":"/local"}})",
+      "s.json");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m.value().stream.collector_url, "http://h:1");
+  EXPECT_EQ(m.value().stream.token_file, "/s/t");
+  EXPECT_EQ(ResultDir(m.value(), 3), "/s/results/3");
+  EXPECT_EQ(TaskResultDir(m.value(), 3), "/local/sw-2/3");
+}
+
 }  // namespace
 }  // namespace ix

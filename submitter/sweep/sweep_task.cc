@@ -14,10 +14,12 @@
 #include <iostream>
 
 #include "core/base/file_text.h"
+#include "core/base/paths.h"
 #include "core/process/process.h"
 #include "submitter/sweep/slurm_cli.h"
 #include "submitter/sweep/sweep_container.h"
 #include "submitter/sweep/sweep_files.h"
+#include "submitter/sweep/task_events.h"
 
 namespace ix {
 namespace {
@@ -78,11 +80,15 @@ void ExplainFailure(const std::string& rdir, StepOutcome& o) {
 
 // Runs the step (`argv`, srun) with its output in `rdir`/step.log and waits
 // for it.
-StepOutcome RunStep(const std::vector<std::string>& argv, const std::string& rdir) {
+// IX_SWEEP_ID and IX_SWEEP_ENTRY name the entry in the step's events.
+StepOutcome RunStep(const std::vector<std::string>& argv, const std::string& rdir, const std::string& sweep,
+                    int64_t entry) {
   SpawnSpec spec;
   spec.name = "srun";
   spec.argv = argv;
-  spec.env = BuildEnvironment(CurrentEnvironment(), {{"IX_RESULT_DIR", rdir}});
+  spec.env = BuildEnvironment(CurrentEnvironment(), {{"IX_RESULT_DIR", rdir},
+                                                     {"IX_SWEEP_ID", sweep},
+                                                     {"IX_SWEEP_ENTRY", std::to_string(entry)}});
   spec.log_path = rdir + "/step.log";
   Result<SpawnedProcess> p = Spawn(spec);
   StepOutcome o;
@@ -173,10 +179,14 @@ int RunTaskCommand(const std::vector<std::string>& args) {
   const PlannedEntry& e = m.value().plan.entries[static_cast<size_t>(job->entries[ai])];
   const std::string array_job = Env("SLURM_ARRAY_JOB_ID");
   const std::string task = array_job.empty() ? Env("SLURM_JOB_ID") : array_job + "_" + task_env;
-  const std::string rdir = ResultDir(m.value(), e.index);
-  ::mkdir(rdir.c_str(), 0755);
+  const std::string rdir = TaskResultDir(m.value(), e.index);
+  if (Status made = MakeDirs(rdir, 0755, 0755, "the result directory"); !made) std::fprintf(stderr, "ixsubmit task: %s\n", made.error().message.c_str());
+  const std::string job_id = Env("SLURM_JOB_ID");
+  TaskReporter reporter(m.value(), e.index, (job_id.empty() ? std::string("0") : job_id) + ".batch");
+  reporter.Route();
   const double started = Now();
   WriteStatus(rdir, m.value().sweep_id, "running", task, started, 0, 0, "", "");
+  reporter.State("running");
   std::printf("ixsubmit task: entry %lld: %s %s conc %lld (%s), results in %s\n", static_cast<long long>(e.index),
               e.config_key.c_str(), e.arm.c_str(), static_cast<long long>(e.conc), e.recipe.c_str(), rdir.c_str());
   std::fflush(stdout);
@@ -188,9 +198,13 @@ int RunTaskCommand(const std::vector<std::string>& args) {
     if (a.rfind("--container-image=", 0) == 0) std::printf("ixsubmit task: container image %s\n", a.c_str() + 18);
   }
   std::fflush(stdout);
-  const StepOutcome o = RunStep(argv, rdir);
+  const StepOutcome o = RunStep(argv, rdir, m.value().sweep_id, e.index);
   WriteStatus(rdir, m.value().sweep_id, o.code == 0 ? "succeeded" : "failed", task, started, Now(), o.code, o.reason,
               o.process);
+  // The results first, then the state that says the entry is over.
+  const size_t delivered = reporter.Results(rdir);
+  reporter.State(o.code == 0 ? "succeeded" : "failed", o.code, o.reason, o.process);
+  if (reporter.enabled()) std::printf("ixsubmit task: %zu result files handed to the node agent\n", delivered);
   std::printf("ixsubmit task: entry %lld %s%s%s\n", static_cast<long long>(e.index),
               o.code == 0 ? "succeeded" : "failed: ", o.code == 0 ? "" : o.reason.c_str(), "");
   std::fflush(stdout);
