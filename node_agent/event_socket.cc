@@ -201,14 +201,12 @@ Status SendDatagram(const std::string& socket_path, std::string_view bytes, int 
   return Ok{};
 }
 
-// --- StampEvent ---
+// --- the protocol's names and StampEvent ---
 
 namespace {
 
-constexpr int kMaxDepth = 32;
-
-bool IsSweepId(std::string_view s) {
-  if (s.empty() || s.size() > 64 || s == "." || s == "..") return false;
+bool IsNameOf(std::string_view s, size_t max) {
+  if (s.empty() || s.size() > max || s == "." || s == "..") return false;
   for (char c : s) {
     const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
                     c == '_' || c == '-';
@@ -216,6 +214,15 @@ bool IsSweepId(std::string_view s) {
   }
   return true;
 }
+
+}  // namespace
+
+bool IsValidSweepId(std::string_view s) { return IsNameOf(s, 64); }
+bool IsValidResultName(std::string_view s) { return IsNameOf(s, 255); }
+
+namespace {
+
+constexpr int kMaxDepth = 32;
 
 bool IsEventId(std::string_view s) {
   if (s.empty() || s.size() > 200) return false;
@@ -276,7 +283,7 @@ std::string FieldProblem(const std::string& key, Kind kind, std::string_view tex
   if (key == "event" && !(str && IsEventName(text))) return "expected a string of 1 to 32 characters from a-z and _";
   if (key == "step" && !(str && !text.empty() && text.size() <= 64)) return "expected a string of 1 to 64 bytes";
   if (key == "time" && !(kind == Kind::kInteger || kind == Kind::kNegative || kind == Kind::kNumber)) return "expected a number (seconds since the epoch)";
-  if (key == "sweep" && !(str && IsSweepId(text))) return "expected a string of 1 to 64 characters from A-Za-z0-9._- (not . or ..)";
+  if (key == "sweep" && !(str && IsValidSweepId(text))) return "expected a string of 1 to 64 characters from A-Za-z0-9._- (not . or ..)";
   if (key == "entry" && kind != Kind::kInteger) return "expected a non-negative integer";
   return "";
 }

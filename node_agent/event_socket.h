@@ -108,6 +108,12 @@ class EventSocket {
 // ix-stepd has EventSink.
 Status SendDatagram(const std::string& socket_path, std::string_view bytes, int fd_to_pass = -1);
 
+// The protocol's names, as the collector checks them: a sweep id is
+// [A-Za-z0-9._-]{1,64} and a result file's name [A-Za-z0-9._-]{1,255},
+// neither "." nor ".." (so no '/', NUL or "..": safe in a path and a URL).
+bool IsValidSweepId(std::string_view s);
+bool IsValidResultName(std::string_view s);
+
 // The event in `datagram` as it goes into the spool: the same JSON object,
 // compact, with `"sender":{"pid":P,"uid":U,"gid":G}` and `"node":HOSTNAME`
 // appended (a `sender` or `node` the datagram claims is dropped, never
