@@ -161,6 +161,28 @@ Status WriteDurableAt(int dir, const std::string& where, const std::string& name
   return Ok{};
 }
 
+// Moves the whole lines of `buf` (read at batch.end) into `batch` while
+// the limits allow; `taken` is the bytes used. True when the batch is full.
+bool TakeLines(const std::string& buf, size_t max_records, size_t max_bytes, SpoolBatch& batch, size_t& taken) {
+  SpoolPosition& pos = batch.end;
+  while (taken < buf.size()) {
+    const char* nl = static_cast<const char*>(std::memchr(buf.data() + taken, '\n', buf.size() - taken));
+    if (!nl) return false;
+    const size_t len = static_cast<size_t>(nl - buf.data()) - taken;
+    if (batch.records.size() >= max_records || (!batch.records.empty() && batch.bytes + len + 1 > max_bytes)) {
+      return true;
+    }
+    pos.offset += len + 1;
+    ++pos.line;
+    if (len > 0) {  // an empty line is no record (Append writes none)
+      batch.records.push_back(SpoolRecord{buf.substr(taken, len), pos});
+      batch.bytes += len + 1;
+    }
+    taken += len + 1;
+  }
+  return batch.records.size() >= max_records;
+}
+
 std::string ResultFile(uint64_t id, const char* ext) { return std::to_string(id) + ext; }
 
 }  // namespace
@@ -369,30 +391,15 @@ Result<SpoolBatch> Spool::ReadBatch(size_t max_records, size_t max_bytes) {
     if (got != static_cast<ssize_t>(want)) {
       return Error{"spool " + where + ": " + (got < 0 ? Errno(errno) : "shorter than what was written")};
     }
-    size_t start = 0;
-    bool full = false;
-    while (start < want && !full) {
-      const char* nl = static_cast<const char*>(std::memchr(buf.data() + start, '\n', want - start));
-      if (!nl) break;
-      const size_t len = static_cast<size_t>(nl - buf.data()) - start;
-      full = batch.records.size() >= max_records || (!batch.records.empty() && batch.bytes + len > max_bytes);
-      if (full) break;
-      pos.offset += len + 1;
-      ++pos.line;
-      if (len > 0) {  // an empty line is no record (Append writes none)
-        batch.records.push_back(SpoolRecord{buf.substr(start, len), pos});
-        batch.bytes += len;
-      }
-      start += len + 1;
-    }
-    if (full) break;
-    if (start == 0) {
+    size_t taken = 0;
+    if (TakeLines(buf, max_records, max_bytes, batch, taken)) break;
+    if (taken == 0) {
       // No line end within the longest record: the file is damaged. Hand
       // the bytes on as a record (the collector refuses it, delivery skips
       // it) rather than stall the queue.
       pos.offset += want;
       batch.records.push_back(SpoolRecord{buf, pos});
-      batch.bytes += want;
+      batch.bytes += want + 1;
     }
   }
   return batch;

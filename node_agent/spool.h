@@ -77,7 +77,7 @@ struct SpoolRecord {
 struct SpoolBatch {
   std::vector<SpoolRecord> records;
   SpoolPosition end;
-  size_t bytes = 0;  // the records' text, newlines not counted
+  size_t bytes = 0;  // the records' text and one byte each
 };
 
 // A result file in the spool, waiting to be uploaded.
@@ -122,8 +122,9 @@ class Spool {
   Status Append(const std::vector<std::string>& records);
 
   // Up to `max_records` records (at least 1 when any is queued) of at most
-  // `max_bytes` together (the first is returned even when longer), from the
-  // cursor on. Reading does not consume: the same records come again until
+  // `max_bytes` together, counting one byte more for each (its line end: a
+  // JSON array of them is bytes + 1 long), the first returned even when
+  // longer; from the cursor on. Reading does not consume: the same records come again until
   // acknowledged. A read error is an Error. The delivering thread only.
   Result<SpoolBatch> ReadBatch(size_t max_records, size_t max_bytes);
 

@@ -130,13 +130,14 @@ TEST(Spool, ByteLimitKeepsWholeRecordsAndAlwaysGivesOne) {
   ASSERT_TRUE(b);
   EXPECT_EQ(Texts(b.value()), std::vector<std::string>{big});  // longer than the limit, but first
   ASSERT_TRUE(spool->Acknowledge(b.value().end));
-  b = spool->ReadBatch(10, 3);
+  b = spool->ReadBatch(10, 5);
   ASSERT_TRUE(b);
-  EXPECT_EQ(Texts(b.value()), std::vector<std::string>{"x1"});  // x1 + x2 is 4 bytes
-  b = spool->ReadBatch(10, 4);
+  EXPECT_EQ(Texts(b.value()), std::vector<std::string>{"x1"});  // x1 and x2 count 3 bytes each
+  EXPECT_EQ(b.value().bytes, 3u);
+  b = spool->ReadBatch(10, 6);
   ASSERT_TRUE(b);
   EXPECT_EQ(Texts(b.value()), (std::vector<std::string>{"x1", "x2"}));
-  EXPECT_EQ(b.value().bytes, 4u);
+  EXPECT_EQ(b.value().bytes, 6u);
 }
 
 TEST(Spool, AppendRefusesBadRecordsWholeAndAFullSpool) {
