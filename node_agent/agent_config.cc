@@ -77,7 +77,7 @@ const std::vector<KeyDef>& KeyDefs() {
       {{"interval", "SECONDS", "a whole number of seconds from 1 to 3600",
         "seconds between two samples of the node (default 1)"},
        [](AgentConfig& c, std::string_view v) { return WholeSeconds(v, 3600, c.interval_s); }},
-      {{"spool", "DIR", "an absolute path", "directory of what is still to deliver (default /var/spool/inferencex)"},
+      {{"spool", "DIR", "an absolute path", "directory of what is still to deliver (default /var/lib/inferencex/spool)"},
        [](AgentConfig& c, std::string_view v) { return StoreIf(AbsolutePath(v), c.spool, v); }},
       {{"collector", "URL",
         "an http:// or https:// URL with a host (a name, an IPv4 address or a bracketed IPv6 address), "

@@ -24,7 +24,7 @@ inline constexpr char kDefaultAgentConfigFile[] = "/etc/inferencex/agent.conf";
 struct AgentConfig {
   std::string socket = "/run/inferencex/agent.sock";  // ix-stepd's events (unix datagrams)
   int interval_s = 1;                                 // seconds between samples
-  std::string spool = "/var/spool/inferencex";        // what is still to deliver
+  std::string spool = "/var/lib/inferencex/spool";        // what is still to deliver
   std::string collector;                              // http(s) URL; "" = none
   std::string token_file;                             // the collector's bearer token; "" = none
   std::string metrics_listen = "127.0.0.1:9477";      // Prometheus /metrics, ADDR:PORT

@@ -17,7 +17,7 @@ TEST(AgentConfig, TheDefaultsAreTheDocumentedOnes) {
   const AgentConfig c;
   EXPECT_EQ(c.socket, "/run/inferencex/agent.sock");
   EXPECT_EQ(c.interval_s, 1);
-  EXPECT_EQ(c.spool, "/var/spool/inferencex");
+  EXPECT_EQ(c.spool, "/var/lib/inferencex/spool");
   EXPECT_EQ(c.collector, "");
   EXPECT_EQ(c.token_file, "");
   EXPECT_EQ(c.metrics_listen, "127.0.0.1:9477");

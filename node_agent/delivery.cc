@@ -41,11 +41,16 @@ Result<std::string> ReadTokenFile(const std::string& path) {
   const std::string what = "token file " + path;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) return Error{what + ": " + Errno(errno) + (errno == ELOOP ? " (a symlink)" : "")};
+  return ReadTokenFd(fd.get(), what, ::geteuid());
+}
+
+Result<std::string> ReadTokenFd(int fd, const std::string& what, uid_t owner) {
   struct stat st{};
-  if (::fstat(fd.get(), &st) != 0) return Error{what + ": " + Errno(errno)};
+  if (::fstat(fd, &st) != 0) return Error{what + ": " + Errno(errno)};
   if (!S_ISREG(st.st_mode)) return Error{what + ": not a regular file"};
-  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
-    return Error{what + ": owned by uid " + std::to_string(st.st_uid) + "; it must be owned by root"};
+  if (st.st_uid != 0 && st.st_uid != ::geteuid() && st.st_uid != owner) {
+    return Error{what + ": owned by uid " + std::to_string(st.st_uid) + "; it must be owned by root or uid " +
+                 std::to_string(owner)};
   }
   if (st.st_mode & 077) {
     char mode[8];
@@ -59,7 +64,7 @@ Result<std::string> ReadTokenFile(const std::string& path) {
   std::string text(kMaxTokenBytes + 1, '\0');
   size_t got = 0;
   while (got < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Error{what + ": " + Errno(errno)};
     if (n == 0) break;

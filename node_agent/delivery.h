@@ -37,6 +37,8 @@
 // that the collector did not take.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -61,6 +63,10 @@ namespace ix {
 // be printable ASCII without spaces (it goes into an HTTP header). Errors
 // name the file and what is wrong.
 Result<std::string> ReadTokenFile(const std::string& path);
+// The same checks on a file already open at `fd` (`what` names it in
+// errors), which may also be owned by `owner`: a sweep's token, which its
+// job hands the agent as a descriptor.
+Result<std::string> ReadTokenFd(int fd, const std::string& what, uid_t owner);
 
 struct DeliveryOptions {
   std::string collector;  // "http(s)://HOST[:PORT][/PREFIX]"; the paths above are appended

@@ -424,5 +424,28 @@ TEST(ReadTokenFile, TakesAPrivateFileAndRefusesTheRest) {
   EXPECT_FALSE(ReadTokenFile(tmp.path() + "/missing"));
 }
 
+// A sweep's token comes as a descriptor from its job: owned by the job's
+// user, private; a pipe (which could block) is refused.
+TEST(ReadTokenFd, TakesTheJobUsersPrivateFile) {
+  TempDir tmp("ix-token-fd");
+  const std::string path = tmp.path() + "/collector.token";
+  std::ofstream(path) << "t0ken\n";
+  ::chmod(path.c_str(), 0600);
+  ASSERT_EQ(::chown(path.c_str(), 4321, 4321), 0);  // the tests run as root
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Result<std::string> ok = ReadTokenFd(fd.get(), "route token", 4321);
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok.value(), "t0ken");
+  Result<std::string> other = ReadTokenFd(fd.get(), "route token", 1234);
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message.find("owned by uid 4321"), std::string::npos) << other.error().message;
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  UniqueFd r(p[0]), w(p[1]);
+  Result<std::string> pipe = ReadTokenFd(r.get(), "route token", 0);
+  ASSERT_FALSE(pipe);
+  EXPECT_NE(pipe.error().message.find("not a regular file"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ix
