@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "core/base/subcommand.h"
+#include "submitter/collector/events_command.h"
+#include "submitter/collector/serve_command.h"
 #include "submitter/images_command.h"
 #include "submitter/matrix_command.h"
 #include "submitter/plan_command.h"
@@ -23,6 +25,8 @@ int main(int argc, char** argv) {
           {"status", ix::RunStatusCommand, "the sweeps in the database, or the entries of one"},
           {"task", ix::RunTaskCommand, "run one entry of a sweep inside its Slurm job (used by the sweep's scripts)"},
           {"images", ix::RunImagesCommand, "the container images of config rows and their squash files: list, import"},
+          {"serve", ix::RunServeCommand, "the collector: node agents send events and result files here (HTTP)"},
+          {"events", ix::RunEventsCommand, "the events and result files the collector stored"},
       },
       "ixsubmit " IX_VERSION,
   };
