@@ -27,6 +27,7 @@ struct AgentConfig {
   std::string spool = "/var/lib/inferencex/spool";        // what is still to deliver
   std::string collector;                              // http(s) URL; "" = none
   std::string token_file;                             // the collector's bearer token; "" = none
+  std::string ca_file;                                // verifies an https collector; "" = the system's CAs
   std::string metrics_listen = "127.0.0.1:9477";      // Prometheus /metrics, ADDR:PORT
   int hang_after_s = 60;                              // seconds without generated tokens
 };

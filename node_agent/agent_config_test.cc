@@ -62,7 +62,7 @@ TEST(AgentConfig, EveryProblemIsReportedWithFileLineAndWhatIsAllowed) {
               ElementsAre("/etc/inferencex/agent.conf:1: key 'interval': expected a whole number of seconds from 1 "
                           "to 3600, got '0'",
                           "/etc/inferencex/agent.conf:2: key 'intervall': unknown; the keys are socket, interval, "
-                          "spool, collector, token-file, metrics-listen, hang-after",
+                          "spool, collector, token-file, ca-file, metrics-listen, hang-after",
                           "/etc/inferencex/agent.conf:4: key 'spool': given twice (first on line 3); each key at "
                           "most once",
                           "/etc/inferencex/agent.conf:5: expected 'key = value', a '#' comment or a blank line"));

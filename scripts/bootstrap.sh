@@ -12,7 +12,7 @@ PACKAGES=(
   libyaml-dev rapidjson-dev libboost-dev libboost-program-options-dev
   libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev prometheus
-  python3 curl procps iproute2 util-linux
+  python3 curl jq procps iproute2 util-linux
   clang libclang-rt-14-dev
 )
 
