@@ -16,9 +16,8 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -204,127 +203,34 @@ Status SendDatagram(const std::string& socket_path, std::string_view bytes, int 
   return Ok{};
 }
 
-// --- the protocol's names and StampEvent ---
+// --- StampEvent ---
 
 namespace {
 
-bool IsNameOf(std::string_view s, size_t max) {
-  if (s.empty() || s.size() > max || s == "." || s == "..") return false;
-  for (char c : s) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-bool IsValidSweepId(std::string_view s) { return IsNameOf(s, 64); }
-bool IsValidResultName(std::string_view s) { return IsNameOf(s, 255); }
-
-namespace {
-
-constexpr int kMaxDepth = 32;
-
-bool IsEventId(std::string_view s) {
-  if (s.empty() || s.size() > 200) return false;
-  const size_t colon = s.find(':');
-  if (colon == 0 || colon == std::string_view::npos || colon + 1 == s.size()) return false;
-  for (char c : s.substr(colon + 1)) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
-bool IsEventName(std::string_view s) {
-  if (s.empty() || s.size() > 32) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || c == '_')) return false;
-  }
-  return true;
-}
-
-// What kind of JSON value a SAX event is, for checking the top-level fields.
-enum class Kind { kNull, kBool, kInteger, kNegative, kNumber, kString, kContainer };
-
-// `s` cut to 40 bytes, with control and non-ASCII bytes as \xNN, for errors.
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < 40; ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    }
-  }
-  if (s.size() > 40) out += "...";
-  return out;
-}
-
-const char* KindName(Kind kind) {
-  switch (kind) {
-    case Kind::kNull: return "null";
-    case Kind::kBool: return "a boolean";
-    case Kind::kInteger: return "an integer";
-    case Kind::kNegative: return "a negative integer";
-    case Kind::kNumber: return "a number";
-    case Kind::kString: return "a string";
-    case Kind::kContainer: return "an object or array";
-  }
-  return "?";
-}
-
-// Whether a top-level field `key` may have this value; "" when it may (or
-// the field is free), else what is allowed.
-std::string FieldProblem(const std::string& key, Kind kind, std::string_view text) {
-  const bool str = kind == Kind::kString;
-  if (key == "id" && !(str && IsEventId(text))) return "expected a string \"STEP:SEQ\" of 1 to 200 bytes (STEP without ':', SEQ decimal digits)";
-  if (key == "event" && !(str && IsEventName(text))) return "expected a string of 1 to 32 characters from a-z and _";
-  if (key == "step" && !(str && !text.empty() && text.size() <= 64)) return "expected a string of 1 to 64 bytes";
-  if (key == "time" && !(kind == Kind::kInteger || kind == Kind::kNegative || kind == Kind::kNumber)) return "expected a number (seconds since the epoch)";
-  if (key == "sweep" && !(str && IsValidSweepId(text))) return "expected a string of 1 to 64 characters from A-Za-z0-9._- (not . or ..)";
-  if (key == "entry" && kind != Kind::kInteger) return "expected a non-negative integer";
-  return "";
-}
-
-// A SAX handler that copies the event to `w` as it is read, checks the
-// top-level fields on the way, and leaves out a claimed `sender` and
-// `node`. With iterative parsing and the depth limit, no input can exhaust
-// the stack. The root object is left open for the caller to append to.
+// A SAX handler that copies the event to `w` as it is read, leaving out a
+// claimed `sender` and `node` (at any depth of their values) and the root
+// object open for the caller to append the real ones to. The checks are
+// not its own: a CheckedEventHandler in front of it shows every call to the
+// protocol's EventChecker first.
 class Stamper {
  public:
   using Ch = char;
   explicit Stamper(rapidjson::Writer<rapidjson::StringBuffer>& w) : w_(w) {}
 
-  std::string error;  // set when a handler refused the event
-
-  bool Null() { return Scalar(Kind::kNull, "", [&] { return w_.Null(); }); }
-  bool Bool(bool b) { return Scalar(Kind::kBool, "", [&] { return w_.Bool(b); }); }
-  bool Int(int i) { return Scalar(i < 0 ? Kind::kNegative : Kind::kInteger, "", [&] { return w_.Int(i); }); }
-  bool Uint(unsigned u) { return Scalar(Kind::kInteger, "", [&] { return w_.Uint(u); }); }
-  bool Int64(int64_t i) { return Scalar(i < 0 ? Kind::kNegative : Kind::kInteger, "", [&] { return w_.Int64(i); }); }
-  // Above INT64_MAX is no integer a database column holds.
-  bool Uint64(uint64_t u) {
-    const Kind kind = u > static_cast<uint64_t>(INT64_MAX) ? Kind::kNumber : Kind::kInteger;
-    return Scalar(kind, "", [&] { return w_.Uint64(u); });
-  }
-  bool Double(double d) { return Scalar(Kind::kNumber, "", [&] { return w_.Double(d); }); }
-  bool RawNumber(const Ch*, rapidjson::SizeType, bool) { return Fail("raw numbers are not parsed"); }
-  bool String(const Ch* s, rapidjson::SizeType n, bool) {
-    return Scalar(Kind::kString, std::string_view(s, n), [&] { return w_.String(s, n); });
-  }
-  bool StartObject() { return Open(true, [&] { return w_.StartObject(); }); }
-  bool StartArray() { return Open(false, [&] { return w_.StartArray(); }); }
+  bool Null() { return Scalar([&] { return w_.Null(); }); }
+  bool Bool(bool b) { return Scalar([&] { return w_.Bool(b); }); }
+  bool Int(int i) { return Scalar([&] { return w_.Int(i); }); }
+  bool Uint(unsigned u) { return Scalar([&] { return w_.Uint(u); }); }
+  bool Int64(int64_t i) { return Scalar([&] { return w_.Int64(i); }); }
+  bool Uint64(uint64_t u) { return Scalar([&] { return w_.Uint64(u); }); }
+  bool Double(double d) { return Scalar([&] { return w_.Double(d); }); }
+  bool String(const Ch* s, rapidjson::SizeType n, bool) { return Scalar([&] { return w_.String(s, n); }); }
+  bool StartObject() { return Open([&] { return w_.StartObject(); }); }
+  bool StartArray() { return Open([&] { return w_.StartArray(); }); }
   bool Key(const Ch* s, rapidjson::SizeType n, bool) {
     if (skip_ > 0) return true;
-    if (depth_ > 1) return w_.Key(s, n);
-    key_.assign(s, n);
-    if (!seen_.insert(key_).second) return Fail("key '" + Printable(key_) + "' is given twice");
-    if (key_ == "sender" || key_ == "node") {
+    const std::string_view key(s, n);
+    if (depth_ == 1 && (key == "sender" || key == "node")) {
       skip_next_ = true;  // the kernel's word and ours replace them
       return true;
     }
@@ -333,32 +239,24 @@ class Stamper {
   bool EndObject(rapidjson::SizeType) { return Close(true); }
   bool EndArray(rapidjson::SizeType) { return Close(false); }
 
-  bool seen(const std::string& key) const { return seen_.count(key) != 0; }
-
  private:
   template <class F>
-  bool Scalar(Kind kind, std::string_view text, F write) {
-    if (depth_ == 0) return Fail("the event must be a JSON object");
+  bool Scalar(F write) {
     if (skip_next_) {
       skip_next_ = false;
       return true;
     }
-    if (skip_ > 0) return true;
-    if (depth_ == 1 && !Check(kind, text)) return false;
-    return write();
+    return skip_ > 0 || write();
   }
   template <class F>
-  bool Open(bool object, F write) {
-    if (depth_ == 0 && !object) return Fail("the event must be a JSON object");
-    if (++depth_ > kMaxDepth) return Fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  bool Open(F write) {
+    ++depth_;
     if (skip_next_) {
       skip_next_ = false;
       skip_ = depth_;
       return true;
     }
-    if (skip_ > 0) return true;
-    if (depth_ == 2 && !Check(Kind::kContainer, "")) return false;
-    return write();
+    return skip_ > 0 || write();
   }
   bool Close(bool object) {
     const int closing = depth_--;
@@ -369,49 +267,22 @@ class Stamper {
     if (closing == 1) return true;  // the root stays open for sender and node
     return object ? w_.EndObject() : w_.EndArray();
   }
-  bool Check(Kind kind, std::string_view text) {
-    const std::string problem = FieldProblem(key_, kind, text);
-    if (problem.empty()) return true;
-    std::string got = KindName(kind);
-    if (kind == Kind::kString) got += " \"" + Printable(text) + "\"";
-    return Fail("field '" + key_ + "': " + problem + ", got " + got);
-  }
-  bool Fail(std::string why) {
-    error = std::move(why);
-    return false;
-  }
 
   rapidjson::Writer<rapidjson::StringBuffer>& w_;
   int depth_ = 0;
   int skip_ = 0;            // > 0: inside a skipped value opened at this depth
   bool skip_next_ = false;  // the next value is a claimed sender or node
-  std::string key_;         // the current top-level key
-  std::set<std::string> seen_;
 };
 
-}  // namespace
+// "event: field 'id': must be ..., got a string \"1.0\"", or the whole
+// event's problem.
+std::string ProblemMessage(const EventProblem& p) {
+  if (p.field.empty()) return "event: " + p.rule;
+  return "event: field '" + p.field + "': " + p.rule + (p.got.empty() ? "" : ", got " + p.got);
+}
 
-Result<std::string> StampEvent(std::string_view datagram, pid_t pid, uid_t uid, gid_t gid,
-                               const std::string& hostname) {
-  if (hostname.empty() || hostname.size() > 255) return Error{"event: the node name must be 1 to 255 bytes"};
-  // JSON text has no raw NUL, and RapidJSON's reader would take one for the
-  // end of the input.
-  if (datagram.find('\0') != std::string_view::npos) return Error{"event: not JSON: a NUL byte"};
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  Stamper stamper(w);
-  rapidjson::MemoryStream stream(datagram.data(), datagram.size());
-  rapidjson::Reader reader;
-  constexpr unsigned kFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
-  const rapidjson::ParseResult parsed = reader.Parse<kFlags>(stream, stamper);
-  if (!parsed) {
-    if (!stamper.error.empty()) return Error{"event: " + stamper.error};
-    return Error{std::string("event: not JSON: ") + rapidjson::GetParseError_En(parsed.Code()) + " (at byte " +
-                 std::to_string(parsed.Offset()) + ")"};
-  }
-  for (const char* key : {"id", "event", "step", "time"}) {
-    if (!stamper.seen(key)) return Error{std::string("event: field '") + key + "': missing; every event has id, event, step and time"};
-  }
+void AppendSenderAndNode(rapidjson::Writer<rapidjson::StringBuffer>& w, pid_t pid, uid_t uid, gid_t gid,
+                         const std::string& hostname) {
   w.Key("sender");
   w.StartObject();
   w.Key("pid");
@@ -424,9 +295,34 @@ Result<std::string> StampEvent(std::string_view datagram, pid_t pid, uid_t uid, 
   w.Key("node");
   w.String(hostname.data(), static_cast<rapidjson::SizeType>(hostname.size()));
   w.EndObject();
-  if (buf.GetSize() > kMaxEventBytes) {
-    return Error{"event: " + std::to_string(buf.GetSize()) + " bytes with sender and node; at most " +
-                 std::to_string(kMaxEventBytes) + " allowed"};
+}
+
+}  // namespace
+
+Result<std::string> StampEvent(std::string_view datagram, pid_t pid, uid_t uid, gid_t gid,
+                               const std::string& hostname) {
+  if (hostname.empty() || hostname.size() > kMaxNodeBytes) {
+    return Error{"event: the node name must be 1 to " + std::to_string(kMaxNodeBytes) + " bytes"};
+  }
+  // JSON text has no raw NUL, and RapidJSON's reader would take one for the
+  // end of the input.
+  if (datagram.find('\0') != std::string_view::npos) return Error{"event: not JSON: a NUL byte"};
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  Stamper stamper(w);
+  EventChecker checker(EventStage::kDatagram);
+  CheckedEventHandler<Stamper> handler(checker, stamper);
+  rapidjson::MemoryStream stream(datagram.data(), datagram.size());
+  rapidjson::Reader reader;
+  const rapidjson::ParseResult parsed = reader.Parse<kEventParseFlags>(stream, handler);
+  if (!parsed) {
+    if (!checker.problem().rule.empty()) return Error{ProblemMessage(checker.problem())};
+    return Error{std::string("event: not JSON: ") + rapidjson::GetParseError_En(parsed.Code()) + " (at byte " +
+                 std::to_string(parsed.Offset()) + ")"};
+  }
+  AppendSenderAndNode(w, pid, uid, gid, hostname);
+  if (Status ok = CheckEventSize(buf.GetSize()); !ok) {
+    return Error{"event: with sender and node, it " + ok.error().message};
   }
   return std::string(buf.GetString(), buf.GetSize());
 }

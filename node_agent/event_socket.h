@@ -26,11 +26,12 @@
 
 #include "core/base/result.h"
 #include "core/base/unique_fd.h"
+// The protocol's rules: kMaxEventBytes (the most bytes of one datagram and
+// of one stamped event), IsValidSweepId and IsValidResultName (the spool's
+// and the routes' names), and the check of an event StampEvent makes.
+#include "core/events/event_rules.h"
 
 namespace ix {
-
-// The most bytes of one event datagram, and of one stamped event.
-inline constexpr size_t kMaxEventBytes = 64 * 1024;
 
 // One datagram as received. Invariants: `fd` is empty or the one
 // descriptor the datagram carried, close-on-exec; when `truncated` or
@@ -108,24 +109,17 @@ class EventSocket {
 // ix-stepd has EventSink.
 Status SendDatagram(const std::string& socket_path, std::string_view bytes, int fd_to_pass = -1);
 
-// The protocol's names, as the collector checks them: a sweep id is
-// [A-Za-z0-9._-]{1,64} and a result file's name [A-Za-z0-9._-]{1,255},
-// neither "." nor ".." (so no '/', NUL or "..": safe in a path and a URL).
-bool IsValidSweepId(std::string_view s);
-bool IsValidResultName(std::string_view s);
-
 // The event in `datagram` as it goes into the spool: the same JSON object,
 // compact, with `"sender":{"pid":P,"uid":U,"gid":G}` and `"node":HOSTNAME`
 // appended (a `sender` or `node` the datagram claims is dropped, never
-// trusted). Checked as the collector checks it, so that a bad event is
-// refused here, with its sender known, and not by the collector for a whole
-// batch: an object; `id` a string of 1 to 200 bytes "STEP:SEQ" (STEP
-// without ':', SEQ decimal digits); `event` [a-z_]{1,32}; `step` a string
-// of 1 to 64 bytes; `time` a number; optional `sweep` [A-Za-z0-9._-]{1,64}
-// but not "." or ".."; optional `entry` a non-negative integer; no key
-// twice at the top level; nested at most 32 levels deep; valid UTF-8; the
-// result at most kMaxEventBytes. An Error says which field and what is
-// allowed. Pure; any bytes are safe to pass (no recursion, no crash).
+// trusted). Checked by the protocol's rules, as the collector checks it
+// (core/events/event_rules.h: EventChecker at EventStage::kDatagram, then
+// CheckEventSize on the result), so that a bad event is refused here, with
+// its sender known, and not by the collector for a whole batch; also valid
+// UTF-8 and no NUL byte. `hostname` is 1 to kMaxNodeBytes bytes. An Error
+// says which field, what is allowed and what came ("event: field 'id':
+// must be ..., got ..."). Pure; any bytes are safe to pass (no recursion,
+// no crash).
 Result<std::string> StampEvent(std::string_view datagram, pid_t pid, uid_t uid, gid_t gid, const std::string& hostname);
 
 }  // namespace ix

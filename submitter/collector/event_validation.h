@@ -17,23 +17,17 @@
 #include <vector>
 
 #include "core/base/result.h"
+// The protocol's event rules and limits, shared with the node agent:
+// kMaxEventBytes, kMaxEventsPerBatch, kMaxEventsBodyBytes, the field
+// limits, kMaxEventDepth, CheckSweepId and CheckResultName (SWEEP and NAME
+// of a result's path; errors say what is allowed, prefixed by nothing, as
+// callers name the field).
+#include "core/events/event_rules.h"
 
 namespace ix {
 
-// The protocol's limits.
-inline constexpr size_t kMaxEventsPerBatch = 1000;
-inline constexpr size_t kMaxEventsBodyBytes = size_t{4} << 20;
-inline constexpr size_t kMaxEventBytes = size_t{64} << 10;  // one event, as stored (compact JSON)
+// A result file's body (PUT /v1/results/...) is at most this long.
 inline constexpr size_t kMaxResultBytes = size_t{64} << 20;
-inline constexpr size_t kMaxEventIdBytes = 200;
-inline constexpr size_t kMaxEventNameBytes = 32;
-inline constexpr size_t kMaxStepBytes = 64;
-inline constexpr size_t kMaxNodeBytes = 255;
-inline constexpr size_t kMaxSweepIdBytes = 64;
-inline constexpr size_t kMaxResultNameBytes = 255;
-// Objects and arrays inside one event nest at most this deep (the event
-// object itself is level 1), so storing and printing it never recurses far.
-inline constexpr int kMaxEventDepth = 32;
 
 // One event that passed every check. Invariant: the fields hold what the
 // protocol allows, and `body` is the whole event as compact JSON (valid
@@ -50,16 +44,13 @@ struct ValidEvent {
 };
 
 // A request body of POST /v1/events: a JSON array of at most
-// kMaxEventsPerBatch events, each checked as the protocol says. Any invalid
-// event fails the whole batch; errors name it ("events[3].sweep: ...").
-// Duplicate ids inside the batch are kept (the store counts them).
+// kMaxEventsPerBatch events, each checked by the protocol's rules
+// (EventChecker at EventStage::kStamped, CheckEventSize on its compact
+// JSON). Any invalid event fails the whole batch; errors name it and the
+// field ("events[3]: sweep: ..."). Duplicate ids inside the batch are kept
+// (the store counts them).
 Result<std::vector<ValidEvent>> ParseEventBatch(std::string_view body);
 
-// SWEEP: [A-Za-z0-9._-]{1,64}, not "." or "..". The error says what is
-// allowed, prefixed by nothing (callers name the field).
-Status CheckSweepId(std::string_view s);
-// NAME of a result file: [A-Za-z0-9._-]{1,255}, not "." or "..".
-Status CheckResultName(std::string_view s);
 // ENTRY: a decimal integer (digits only) that fits int64.
 Result<int64_t> ParseEntryIndex(std::string_view s);
 
