@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -25,9 +26,16 @@ double SystemNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// 500 ms in steps of 100 ms, so Ctrl-C is answered within a tenth of a second.
-bool PauseUnlessInterrupted() {
-  for (int i = 0; i < 5 && !g_interrupted; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+// 500 ms in steps of 100 ms, so Ctrl-C is answered within a tenth of a
+// second; with a stream, over as soon as something arrives.
+bool PauseUnlessInterrupted(SweepInbox* stream) {
+  for (int i = 0; i < 5 && !g_interrupted; ++i) {
+    if (!stream) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    } else if (stream->WaitFor(std::chrono::milliseconds(100))) {
+      break;
+    }
+  }
   if (!g_interrupted) return false;
   g_interrupted = 0;
   return true;
@@ -93,12 +101,49 @@ const JobProgress& ProgressOf(const std::map<std::string, JobProgress>& progress
 
 // ---- what a look finds ---------------------------------------------------------------
 
+// Slurm is read every half second at most, however often the stream
+// ends a pause early.
+constexpr double kPollSeconds = 0.45;
+
+// Slurm's word on an entry whose task it still lists; nullopt when that
+// changes nothing. `st`: the entry's status.json, if any.
+std::optional<EntryUpdate> FromQueue(const EntryRecord& e, const QueueTask& q, const std::optional<TaskStatus>& st,
+                                     StreamTracker& stream, double now) {
+  EntryUpdate u;
+  u.index = e.index;
+  if (q.state == SlurmState::kPending) {
+    // The stream can hear a task run before squeue lists it running.
+    if (e.state == EntryState::kPending || stream.HeardRunning(e.index)) return std::nullopt;
+    u.state = EntryState::kPending;
+    return u;
+  }
+  if (!Final(q.state)) {
+    if (e.state == EntryState::kRunning) return std::nullopt;
+    u.state = EntryState::kRunning;
+    u.started_at = st ? st->started : now;
+    return u;
+  }
+  u.ended_at = now;
+  if (q.state == SlurmState::kCompleted) {
+    // Its status.json is about to say how it went; with node results it
+    // comes through the stream, or not at all (SettleEnded).
+    if (!stream.node_results()) return std::nullopt;
+    u.state = EntryState::kFailed;
+  } else if (q.state == SlurmState::kCancelled) {
+    u.state = EntryState::kCancelled;
+  } else {
+    u.state = EntryState::kFailed;
+    u.failure_reason = "Slurm ended the job: " + q.state_name;
+  }
+  return stream.SettleEnded(e, u, now);
+}
+
 // What one look at Slurm and the result directories says of an entry not
 // yet final; nullopt when nothing changed. `missing` counts the looks an
 // entry's task was absent from the queue.
 std::optional<EntryUpdate> Observe(const EntryRecord& e, const SweepManifest& m,
                                    const std::map<std::string, QueueTask>& queue, std::map<int64_t, int>& missing,
-                                   double now) {
+                                   StreamTracker& stream, double now) {
   EntryUpdate u;
   u.index = e.index;
   const std::optional<TaskStatus> st = ReadTaskStatus(ResultDir(m, e.index), m.sweep_id);
@@ -113,35 +158,17 @@ std::optional<EntryUpdate> Observe(const EntryRecord& e, const SweepManifest& m,
     return u;
   }
   auto it = queue.find(e.slurm_task_id);
-  if (it == queue.end()) {
-    // Gone from the queue without a result: slurmctld forgot it, or the
-    // task died before writing status.json.
-    if (++missing[e.index] < 6) return std::nullopt;
-    u.state = st ? EntryState::kFailed : EntryState::kCancelled;
-    u.failure_reason = "the job left the queue without a result";
-    u.ended_at = now;
-    return u;
+  if (it != queue.end()) {
+    missing.erase(e.index);
+    return FromQueue(e, it->second, st, stream, now);
   }
-  missing.erase(e.index);
-  const SlurmState s = it->second.state;
-  if (s == SlurmState::kPending) {
-    if (e.state == EntryState::kPending) return std::nullopt;
-    u.state = EntryState::kPending;
-  } else if (!Final(s)) {
-    if (e.state == EntryState::kRunning) return std::nullopt;
-    u.state = EntryState::kRunning;
-    u.started_at = st ? st->started : now;
-  } else if (s == SlurmState::kCompleted) {
-    return std::nullopt;  // its status.json is about to say how it went
-  } else if (s == SlurmState::kCancelled) {
-    u.state = EntryState::kCancelled;
-    u.ended_at = now;
-  } else {
-    u.state = EntryState::kFailed;
-    u.failure_reason = "Slurm ended the job: " + it->second.state_name;
-    u.ended_at = now;
-  }
-  return u;
+  // Gone from the queue without a result: slurmctld forgot it, or the
+  // task died before writing status.json.
+  if (++missing[e.index] < 6) return std::nullopt;
+  u.state = st || stream.HeardRunning(e.index) ? EntryState::kFailed : EntryState::kCancelled;
+  u.failure_reason = "the job left the queue without a result";
+  u.ended_at = now;
+  return stream.SettleEnded(e, u, now);
 }
 
 // The canary and fail-fast rules: the jobs to cancel now, with why. A
@@ -174,13 +201,14 @@ std::vector<std::pair<const JobRecord*, std::string>> JobsToCancel(const LoadedS
 
 }  // namespace
 
-WatchHooks TerminalWatchHooks() {
+WatchHooks TerminalWatchHooks(SweepInbox* stream) {
   WatchHooks h;
   h.now = SystemNow;
-  h.pause = PauseUnlessInterrupted;
+  h.pause = [stream] { return PauseUnlessInterrupted(stream); };
   h.confirm_cancel = AskOnTerminal;
   h.redraw = ::isatty(STDOUT_FILENO);
   h.out = stdout;
+  h.stream = stream;
   return h;
 }
 
@@ -260,7 +288,7 @@ std::string DurationText(double s) {
 
 SweepDriver::SweepDriver(SweepStore& store, SlurmCli& cli, std::string sweep_id, const SweepManifest& m,
                          WatchHooks hooks)
-    : store_(store), cli_(cli), id_(std::move(sweep_id)), m_(m), hooks_(std::move(hooks)) {}
+    : store_(store), cli_(cli), id_(std::move(sweep_id)), m_(m), hooks_(std::move(hooks)), stream_(m, hooks_.stream) {}
 
 Status SweepDriver::Submit() { return SubmitPending(store_, id_, m_, cli_); }
 
@@ -274,21 +302,38 @@ int SweepDriver::Watch() {
     }
     Show(l.value());
     const EntryCounts all = CountEntries(l.value());
-    if (all.pending + all.running == 0) return Finish(all);
+    const int64_t awaiting = AwaitingResults(l.value());  // every look: it times each entry's wait
+    if (all.pending + all.running == 0 && awaiting == 0) return Finish(all);
     if (hooks_.pause()) return OnCtrlC(l.value());
   }
 }
 
 Result<LoadedSweep> SweepDriver::Look() {
+  TakeStream();
   Result<LoadedSweep> l = store_.LoadSweep(id_);
   if (!l) return l;
-  const std::map<std::string, QueueTask> queue = ReadQueue(l.value());
-  if (RecordObservations(l.value(), queue)) {
-    l = store_.LoadSweep(id_);
-    if (!l) return l;
+  const double now = hooks_.now();
+  if (!stream_.enabled() || !last_poll_ || now - *last_poll_ >= kPollSeconds) {
+    last_poll_ = now;
+    queue_ = ReadQueue(l.value());
+    if (RecordObservations(l.value(), queue_)) {
+      l = store_.LoadSweep(id_);
+      if (!l) return l;
+    }
   }
   if (ApplyCancelRules(l.value())) l = store_.LoadSweep(id_);
   return l;
+}
+
+void SweepDriver::TakeStream() {
+  std::vector<std::string> problems;
+  const std::vector<EntryUpdate> updates = stream_.Take(problems);
+  for (const std::string& p : problems) std::fprintf(stderr, "ixsubmit sweep: %s\n", p.c_str());
+  if (updates.empty()) return;
+  // The tasks' word is final; what Slurm made final first stays (a task
+  // cancelled by fail-fast reports failed as it dies).
+  Result<int64_t> n = store_.UpdateEntryStates(id_, updates, FinalEntries::kKeep);
+  if (!n) std::cerr << "ixsubmit sweep: " << n.error().message << "\n";
 }
 
 // Every task of the sweep's submitted jobs that slurmctld still knows, by
@@ -317,7 +362,7 @@ bool SweepDriver::RecordObservations(const LoadedSweep& l, const std::map<std::s
   std::vector<EntryUpdate> updates;
   for (const EntryRecord& e : l.entries) {
     if (IsFinal(e.state) || e.slurm_task_id.empty()) continue;
-    if (std::optional<EntryUpdate> u = Observe(e, m_, queue, missing_, now)) updates.push_back(*u);
+    if (std::optional<EntryUpdate> u = Observe(e, m_, queue, missing_, stream_, now)) updates.push_back(*u);
   }
   if (updates.empty()) return false;
   // Final entries keep their state: Slurm's view may lag the status.json a task wrote.
@@ -329,12 +374,49 @@ bool SweepDriver::RecordObservations(const LoadedSweep& l, const std::map<std::s
 bool SweepDriver::ApplyCancelRules(const LoadedSweep& l) {
   const auto cancel = JobsToCancel(l, m_, ProgressByJob(l));
   for (const auto& [job, why] : cancel) {
-    (void)cli_.Cancel({std::to_string(*job->slurm_job_id)});
+    CancelJob(l, *job);
     (void)store_.MarkJobCancelled(id_, job->key, why);
     std::fprintf(hooks_.out, "sweep %s: cancelled %s (job %lld): %s\n", id_.c_str(), job->key.c_str(),
                  static_cast<long long>(*job->slurm_job_id), why.c_str());
   }
   return !cancel.empty();
+}
+
+// The whole job, unless one of its entries already failed while Slurm
+// still runs its task: that task is finishing (writing and sending its
+// results, cancelling the rest of its array itself), as after a step's
+// failure from the stream, and only the others are cancelled.
+void SweepDriver::CancelJob(const LoadedSweep& l, const JobRecord& j) {
+  const std::string id = std::to_string(*j.slurm_job_id);
+  std::set<std::string> finishing;
+  for (const EntryRecord& e : l.entries) {
+    auto it = e.job_key == j.key && e.state == EntryState::kFailed ? queue_.find(e.slurm_task_id) : queue_.end();
+    if (it != queue_.end() && !Final(it->second.state)) finishing.insert(e.slurm_task_id);
+  }
+  if (finishing.empty()) {
+    (void)cli_.Cancel({id});
+    return;
+  }
+  (void)cli_.Cancel({id}, SlurmState::kPending);
+  std::vector<std::string> others;
+  for (const auto& [task, q] : queue_) {
+    if (q.id.job_id == *j.slurm_job_id && !Final(q.state) && !finishing.count(task)) others.push_back(task);
+  }
+  if (!others.empty()) (void)cli_.Cancel(others);
+}
+
+int64_t SweepDriver::AwaitingResults(const LoadedSweep& l) {
+  if (!stream_.node_results()) return 0;
+  const double now = hooks_.now();
+  int64_t n = 0;
+  for (const EntryRecord& e : l.entries) n += stream_.AwaitingResults(e, now) ? 1 : 0;
+  const EntryCounts all = CountEntries(l);
+  if (n > 0 && all.pending + all.running == 0 && !said_awaiting_) {
+    said_awaiting_ = true;
+    std::fprintf(hooks_.out, "sweep %s: waiting up to %.0f s for the results of %lld entries from the node agents\n",
+                 id_.c_str(), kResultsGraceSeconds, static_cast<long long>(n));
+  }
+  return n;
 }
 
 void SweepDriver::Show(const LoadedSweep& l) {

@@ -11,6 +11,14 @@
 // The clock, the pause between looks and the question to the user are
 // WatchHooks, so tests drive it against a fake Slurm without waiting;
 // TerminalWatchHooks are the submitter's.
+//
+// With the sweep's stream (WatchHooks::stream, fed by the sweep's
+// collector: sweep_inbox.h, sweep_stream.h) each look first takes what the
+// node agents sent: the entries' states as their tasks report them, a
+// step's failure (under fail-fast its bucket is cancelled in the same look,
+// sparing the failed task, which is still sending its results), and result
+// files into results/INDEX/. An item arriving ends the pause at once; Slurm
+// is still polled every half second, no more often.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +33,7 @@
 #include "submitter/sweep/slurm_cli.h"
 #include "submitter/sweep/sweep_files.h"
 #include "submitter/sweep/sweep_store.h"
+#include "submitter/sweep/sweep_stream.h"
 
 namespace ix {
 
@@ -41,13 +50,16 @@ struct WatchHooks {
   // line per job whenever its counts change (a log stays readable).
   bool redraw = false;
   std::FILE* out = stdout;
+  // The sweep's stream; null: none (Slurm and status.json only).
+  SweepInbox* stream = nullptr;
 };
 
 // The submitter's hooks: the system clock; 500 ms between looks, cut short
-// by Ctrl-C (InstallCtrlCHandler); on Ctrl-C the question on the terminal,
-// "[c/L]" (without a terminal the sweep is left running); bars redrawn when
-// stdout is a terminal.
-WatchHooks TerminalWatchHooks();
+// by Ctrl-C (InstallCtrlCHandler) and, with a `stream`, by an item
+// arriving; on Ctrl-C the question on the terminal, "[c/L]" (without a
+// terminal the sweep is left running); bars redrawn when stdout is a
+// terminal.
+WatchHooks TerminalWatchHooks(SweepInbox* stream = nullptr);
 // Makes SIGINT set the flag TerminalWatchHooks' pause reads instead of
 // ending the process. Installed before the first sbatch, so a Ctrl-C while
 // jobs are submitted is answered at the first pause, once the store holds
@@ -90,7 +102,8 @@ class SweepDriver {
   // Submits every job not yet submitted, in order (the canary first, the
   // arrays after it with afterok on its job id): SubmitPending.
   Status Submit();
-  // Looks until every entry is final, then records the sweep's final state
+  // Looks until every entry is final (and, with node results, their
+  // results are in or given up on), then records the sweep's final state
   // and prints the summary. Exit status: 0 every entry succeeded, 1 any
   // failed or was cancelled (or the store failed), 130 after Ctrl-C.
   int Watch();
@@ -99,11 +112,16 @@ class SweepDriver {
   // One look: Slurm and the result directories into the store, then the
   // canary and fail-fast rules; the sweep as it stands after it.
   Result<LoadedSweep> Look();
+  // What the stream brought since the last look, into the store.
+  void TakeStream();
   std::map<std::string, QueueTask> ReadQueue(const LoadedSweep& l);
   // Records what changed since the last look; whether anything did.
   bool RecordObservations(const LoadedSweep& l, const std::map<std::string, QueueTask>& queue);
   // Cancels the jobs the canary and fail-fast rules stop; whether any.
   bool ApplyCancelRules(const LoadedSweep& l);
+  void CancelJob(const LoadedSweep& l, const JobRecord& j);
+  // Final entries whose results are still on their way (node results).
+  int64_t AwaitingResults(const LoadedSweep& l);
   void Show(const LoadedSweep& l);
   int Finish(const EntryCounts& all);
   int OnCtrlC(const LoadedSweep& l);
@@ -113,7 +131,11 @@ class SweepDriver {
   std::string id_;
   const SweepManifest& m_;
   WatchHooks hooks_;
+  StreamTracker stream_;
   double started_ = 0;
+  std::optional<double> last_poll_;               // when Slurm was last read
+  std::map<std::string, QueueTask> queue_;        // what it said then, by task id
+  bool said_awaiting_ = false;
   std::map<int64_t, int> missing_;                 // entry -> looks its task was absent from the queue
   std::map<std::string, std::string> last_line_;   // job key -> the counts last printed (no terminal)
   int drawn_ = 0;                                  // bar lines on the terminal to redraw
