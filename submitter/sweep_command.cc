@@ -1,5 +1,7 @@
 #include "submitter/sweep_command.h"
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +12,8 @@
 #include "core/recipe/recipe_dir.h"
 #include "submitter/matrix_options.h"
 #include "submitter/sweep/slurm_cli.h"
+#include "submitter/sweep/stream_options.h"
+#include "submitter/sweep/sweep_collector.h"
 #include "submitter/sweep/sweep_container.h"
 #include "submitter/sweep/sweep_db.h"
 #include "submitter/sweep/sweep_dir.h"
@@ -19,6 +23,7 @@
 #include "submitter/sweep/sweep_plan.h"
 #include "submitter/sweep/sweep_selection.h"
 #include "submitter/sweep/sweep_store.h"
+#include "submitter/sweep/sweep_token.h"
 
 namespace ix {
 namespace po = boost::program_options;
@@ -57,6 +62,20 @@ const char kContainerHelp[] =
     "  --no-container    run the steps on the hosts, without the rows' images (a cluster without\n"
     "                    Pyxis, such as the local test cluster)\n";
 
+const char kStreamHelp[] =
+    "\nStream (node agents -> the sweep's collector; kept in sweep.json, so --resume uses the same):\n"
+    "  --collector-listen ADDR:PORT  where the sweep's collector listens while ixsubmit submits and\n"
+    "                    watches (default 0.0.0.0:0: every interface, a free port chosen at submit and\n"
+    "                    kept in SWEEP_DIR/collector.listen, so --resume listens on the same)\n"
+    "  --collector-url URL  what the jobs tell their node agent (default http://HOSTNAME:PORT, this host)\n"
+    "  --no-collector    no collector: the jobs report nothing to one; Slurm and the shared sweep\n"
+    "                    directory only, as before\n"
+    "  --node-results DIR  each entry's step writes its results on the node, in DIR/SWEEP_ID/INDEX\n"
+    "                    (absolute); they reach SWEEP_DIR/results/INDEX only through the collector\n"
+    "  --agent-socket PATH  the node agent's socket on the nodes (default /run/inferencex/agent.sock)\n"
+    "The collector's token is made at submit, in SWEEP_DIR/collector.token (0600); the jobs hand that\n"
+    "file to their node agent.\n";
+
 // The command line of `ixsubmit sweep`: the sweep's own options, the rest
 // (the matrix selection) and the client after "--". Invariant, once
 // parsed: with `resume`, nothing but --db was given.
@@ -65,6 +84,7 @@ struct SweepCommandLine {
   std::vector<std::string> args, client;
   std::optional<std::string> recipe_dir, sweep_dir, db, resume, squash_dir, model_dir;
   SubmitSettings settings;
+  StreamOptions stream;
   bool dry_run = false, watch = true, no_container = false;
   std::vector<std::string> selection;
   std::vector<std::string> other_options;  // every option but --db and --resume, for the --resume check
@@ -75,6 +95,15 @@ struct SweepCommandLine {
 struct PlannedSweep {
   SweepMode mode = SweepMode::kFullSweepEnabled;
   SweepManifest m;
+};
+
+// The sweep's collector while this submitter runs, and the inbox it feeds
+// the driver. Invariant: the collector (declared after the inbox) stops
+// before the inbox goes.
+struct SweepStreamRun {
+  SweepInbox inbox;
+  std::unique_ptr<SweepCollector> collector;
+  SweepInbox* Inbox() { return collector ? &inbox : nullptr; }
 };
 
 int Failed(const std::string& message) {
@@ -102,7 +131,7 @@ void ShowHelp(std::ostream& out) {
   out << kUsage << "\nSelection (as ixsubmit matrix full-sweep; --config-keys/--conc as test-config):\n" << o
       << "\nSweep options:\n  --recipe-dir DIR  --sweep-dir DIR  --db PATH  --dry-run  --partition P  --account A  "
          "--time T  --exclusive  --throttle N (default 4)  --no-watch  --resume SWEEP_ID\n"
-      << kContainerHelp;
+      << kContainerHelp << kStreamHelp;
 }
 
 // The sweep's own options come off first; the rest is the matrix selection
@@ -128,16 +157,18 @@ void ParseSweepOptions(SweepCommandLine& c) {
     else if (a == "--exclusive") c.settings.exclusive = true;
     else if (a == "--dry-run") c.dry_run = true;
     else if (a == "--no-watch") c.watch = false;
+    else if (TakeStreamOption(a, value, c.stream)) continue;
     else if (c.mode_name.empty() && !a.empty() && a[0] != '-') c.mode_name = a;
     else c.selection.push_back(a);
   }
   if (c.settings.throttle < 0) throw Misuse{"argument --throttle: must be >= 0"};
+  if (Status s = CheckStreamOptions(c.stream); !s) throw Misuse{s.error().message};
   if (c.resume && (!c.other_options.empty() || !c.client.empty() || !c.mode_name.empty())) {
     const std::string got = !c.other_options.empty() ? c.other_options[0]
                             : !c.mode_name.empty()   ? c.mode_name
                                                      : std::string("a client");
     throw Misuse{"argument --resume: takes only --db (the sweep keeps the mode, selection, sbatch and container "
-                 "settings and client it was submitted with); got " + got};
+                 "settings and client it was submitted with, and its stream settings); got " + got};
   }
 }
 
@@ -165,8 +196,39 @@ std::optional<int> ParseCommandLine(const std::vector<std::string>& all, SweepCo
   return std::nullopt;
 }
 
-// --resume: the sweep's own directory and settings, its lock, then the
-// driver submits what is missing and watches.
+void SayCollector(const SweepManifest& m, const ListenAddress& at) {
+  std::printf("sweep %s: collector on %s (jobs report to %s)\n", m.sweep_id.c_str(), at.ToString().c_str(),
+              m.stream.collector_url.c_str());
+}
+
+// A resumed sweep's collector, where its jobs were told to report, with its
+// token. Without it the watch goes on through Slurm only, unless the
+// results come only through it (--node-results). The exit status when it
+// cannot go on.
+std::optional<int> ResumeStream(const SweepManifest& m, const std::string& db_path, SweepStreamRun& run) {
+  if (m.stream.collector_url.empty()) return std::nullopt;  // --no-collector, or a sweep from before the stream
+  Result<std::string> token = ReadSweepToken(m.stream.token_file);
+  if (!token) return Failed(token.error().message);
+  Result<ListenAddress> at = LoadCollectorListen(m.sweep_dir);
+  Result<std::unique_ptr<SweepCollector>> sc =
+      at ? SweepCollector::Start(m, at.value(), db_path, token.value(), run.inbox)
+         : Result<std::unique_ptr<SweepCollector>>(at.error());
+  if (!sc) {
+    if (!m.stream.node_result_dir.empty()) {
+      return Failed(sc.error().message + "; the results of this sweep (--node-results) reach " + m.sweep_dir +
+                    "/results only through it");
+    }
+    std::fprintf(stderr, "ixsubmit sweep: warning: %s; watching through Slurm only (the node agents keep the "
+                 "events until a collector takes them)\n", sc.error().message.c_str());
+    return std::nullopt;
+  }
+  run.collector = std::move(sc).value();
+  SayCollector(m, run.collector->address());
+  return std::nullopt;
+}
+
+// --resume: the sweep's own directory and settings, its lock, its
+// collector, then the driver submits what is missing and watches.
 int ResumeSweep(const SweepCommandLine& c, SlurmCli& cli) {
   const std::string& id = *c.resume;
   Result<SweepStore> store = OpenSweepStore(c.db);
@@ -178,7 +240,9 @@ int ResumeSweep(const SweepCommandLine& c, SlurmCli& cli) {
   Result<SweepLock> lock = LockSweepDir(m.value().sweep_dir, id);
   if (!lock) return Failed(lock.error().message);
   std::printf("sweep %s: resuming (%s)\n", id.c_str(), m.value().sweep_dir.c_str());
-  SweepDriver driver(store.value(), cli, id, m.value(), TerminalWatchHooks());
+  SweepStreamRun run;
+  if (auto rc = ResumeStream(m.value(), store.value().path(), run)) return *rc;
+  SweepDriver driver(store.value(), cli, id, m.value(), TerminalWatchHooks(run.Inbox()));
   if (Status s = driver.Submit(); !s) return Failed(s.error().message);
   return driver.Watch();
 }
@@ -224,6 +288,8 @@ std::optional<int> PlanNewSweep(const SweepCommandLine& c, PlannedSweep& out) {
   m.client = c.client;
   m.settings = c.settings;
   m.container = container.value();
+  m.stream.agent_socket = c.stream.agent_socket;
+  m.stream.node_result_dir = c.stream.node_results;
   m.plan = plan.value();
   if (m.container.enabled) {
     if (Status s = CheckSweepContainers(m, config.value()); !s) return Failed(s.error().message);
@@ -232,18 +298,44 @@ std::optional<int> PlanNewSweep(const SweepCommandLine& c, PlannedSweep& out) {
   return std::nullopt;
 }
 
+// The new sweep's collector, before sweep.json is written: a new token, the
+// port it got kept beside sweep.json, and the URL the jobs are told. The
+// exit status when it cannot start.
+std::optional<int> StartStream(const SweepCommandLine& c, SweepManifest& m, const std::string& db_path,
+                               SweepStreamRun& run) {
+  if (c.stream.no_collector) return std::nullopt;
+  const ListenAddress listen = ParseListenAddress(c.stream.listen, "--collector-listen").value();  // checked
+  if (c.dry_run) {
+    std::printf("sweep %s: dry run: no collector started (the sweep's would listen on %s)\n", m.sweep_id.c_str(),
+                listen.ToString().c_str());
+    return std::nullopt;
+  }
+  Result<std::string> token = CreateSweepToken(m.sweep_dir);
+  if (!token) return Failed(token.error().message);
+  Result<std::unique_ptr<SweepCollector>> sc = SweepCollector::Start(m, listen, db_path, token.value(), run.inbox);
+  if (!sc) return Failed(sc.error().message + " (--collector-listen ADDR:PORT, or --no-collector)");
+  run.collector = std::move(sc).value();
+  const ListenAddress at = run.collector->address();
+  if (Status s = SaveCollectorListen(m.sweep_dir, at); !s) return Failed(s.error().message);
+  m.stream.token_file = SweepTokenPath(m.sweep_dir);
+  m.stream.collector_url = CollectorUrlFor(c.stream, ThisHostName(), at.port);
+  SayCollector(m, at);
+  return std::nullopt;
+}
+
 // One submitter per sweep, one live sweep per directory: the lock first,
-// then the directory's earlier sweep is checked, then sweep.json and the
-// scripts written. The exit status when the directory is not ours.
-std::optional<int> TakeSweepDir(const SweepManifest& m, const std::optional<std::string>& db, SlurmCli& cli,
-                                SweepLock& lock, std::optional<SweepStore>& store) {
+// then the directory's earlier sweep is checked, then the sweep's collector
+// started, then sweep.json and the scripts written. The exit status when
+// the directory is not ours or the collector cannot start.
+std::optional<int> TakeSweepDir(const SweepCommandLine& c, SweepManifest& m, SlurmCli& cli, SweepLock& lock,
+                                std::optional<SweepStore>& store, SweepStreamRun& run) {
   std::error_code ec;
   std::filesystem::create_directories(m.sweep_dir, ec);
   if (ec) return Failed("cannot create " + m.sweep_dir + ": " + ec.message());
   Result<SweepLock> locked = LockSweepDir(m.sweep_dir, m.sweep_id);
   if (!locked) return Failed(locked.error().message);
   lock = std::move(locked).value();
-  Result<SweepStore> opened = OpenSweepStore(db);
+  Result<SweepStore> opened = OpenSweepStore(c.db);
   if (!opened) return Failed(opened.error().message);
   store.emplace(std::move(opened).value());
   const auto state_of = [&](const std::string& other) -> std::optional<SweepState> {
@@ -256,6 +348,7 @@ std::optional<int> TakeSweepDir(const SweepManifest& m, const std::optional<std:
     return !found.value().empty();
   };
   if (Status s = ClaimSweepDir(m.sweep_dir, m.sweep_id, state_of, in_slurm); !s) return Failed(s.error().message);
+  if (auto rc = StartStream(c, m, store->path(), run)) return *rc;
   if (Status s = WriteSweepFiles(m); !s) return Failed(s.error().message);
   for (const std::string& line : DescribeImages(m, PathExistsOnDisk)) std::printf("sweep: %s\n", line.c_str());
   return std::nullopt;
@@ -302,18 +395,22 @@ std::optional<int> PreflightChecks(const SweepManifest& m) {
 }
 
 // Records the sweep, submits its jobs and, unless --no-watch, watches it.
-int SubmitAndWatch(const SweepCommandLine& c, const PlannedSweep& p, SweepStore& store, SlurmCli& cli) {
+int SubmitAndWatch(const SweepCommandLine& c, const PlannedSweep& p, SweepStore& store, SlurmCli& cli,
+                   SweepStreamRun& run) {
   const SweepManifest& m = p.m;
   Result<std::string> id = store.CreateSweep(SweepRecordOf(m, p.mode, c.all));
   if (!id) return Failed(id.error().message);
   std::printf("sweep %s: %s, %zu entries in %zu jobs, files in %s\n", id.value().c_str(), SweepModeName(p.mode),
               m.plan.entries.size(), m.plan.jobs.size(), m.sweep_dir.c_str());
-  SweepDriver driver(store, cli, id.value(), m, TerminalWatchHooks());
+  SweepDriver driver(store, cli, id.value(), m, TerminalWatchHooks(run.Inbox()));
   if (Status s = driver.Submit(); !s) return Failed(s.error().message);
   (void)store.SetSweepState(id.value(), SweepState::kRunning);
   if (!c.watch) {
-    std::printf("sweep %s submitted; watch it with: ixsubmit sweep --resume %s\n", id.value().c_str(),
-                id.value().c_str());
+    std::printf("sweep %s submitted; watch it with: ixsubmit sweep --resume %s%s\n", id.value().c_str(),
+                id.value().c_str(),
+                run.collector ? " (which runs its collector again; until then the node agents keep what the jobs "
+                                "report)"
+                              : "");
     return 0;
   }
   return driver.Watch();
@@ -324,10 +421,11 @@ int StartSweep(const SweepCommandLine& c, SlurmCli& cli) {
   if (auto rc = PlanNewSweep(c, p)) return *rc;
   SweepLock lock;  // held until the submitter exits
   std::optional<SweepStore> store;
-  if (auto rc = TakeSweepDir(p.m, c.db, cli, lock, store)) return *rc;
+  SweepStreamRun run;  // after the store: the collector stops first
+  if (auto rc = TakeSweepDir(c, p.m, cli, lock, store, run)) return *rc;
   if (c.dry_run) return PrintDryRun(p.m);
   if (auto rc = PreflightChecks(p.m)) return *rc;
-  return SubmitAndWatch(c, p, *store, cli);
+  return SubmitAndWatch(c, p, *store, cli, run);
 }
 
 }  // namespace
@@ -360,6 +458,10 @@ int RunSweepCommand(const std::vector<std::string>& all_args) {
   if (auto rc = ParseCommandLine(all_args, c)) return *rc;
   RealSlurmCli cli(CurrentEnvironment());
   InstallCtrlCHandler();
+  // The sweep's collector answers agents that may hang up mid-answer: an
+  // error return, not death. (The Slurm tools get default signal handling
+  // back: RunCommand resets it.)
+  ::signal(SIGPIPE, SIG_IGN);
   return c.resume ? ResumeSweep(c, cli) : StartSweep(c, cli);
 }
 
