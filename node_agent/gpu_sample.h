@@ -20,7 +20,8 @@ struct GpuSample {
   std::string uuid;          // "GPU-..." ("" when unknown)
   std::string name;          // "NVIDIA H200"
   double unix_time = 0;
-  std::optional<double> power_watts;          // instantaneous board power (power.draw)
+  std::optional<double> power_watts;          // board power as nvidia-smi's power.draw (1 s average
+                                              // on Ampere and newer, else instantaneous)
   std::optional<double> energy_joules;        // the driver's counter since it loaded (monotonic)
   std::optional<unsigned> temperature_celsius;
   std::optional<unsigned> sm_clock_mhz;       // clocks.current.sm
@@ -37,10 +38,13 @@ struct GpuSample {
 // What NVML gave this interval: the GPUs (by index), or why none.
 struct GpuSnapshot {
   // "ok": sampled; "absent": no libnvidia-ml.so.1 (said once, not an
-  // error); "failed": NVML loaded but a call failed (`detail` says which).
+  // error); "failed": NVML loaded but did not initialise (`detail` says
+  // which call). When "ok", `detail` lists the calls that failed this
+  // time (a reading left unset), "" when none did.
   std::string state = "absent";
   std::string detail;
   std::vector<GpuSample> gpus;
+  std::string version;  // "NVML 12.570.86.15, driver 570.86.15" when "ok"
 };
 
 }  // namespace ix

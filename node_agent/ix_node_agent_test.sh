@@ -3,10 +3,13 @@
 # /sys/devices/system/node/*/meminfo (totals equal, free within a
 # tolerance, since memory moves between the two reads) and statvfs of
 # /dev/shm; --check says 'configuration ok' for a good file and lists every
-# problem of a bad one; misuse and the unbuilt daemon loop exit 2.
-# Usage: ix_node_agent_test.sh IX_NODE_AGENT
+# problem of a bad one; misuse and the unbuilt daemon loop exit 2. With
+# IX_NVML_LIBRARY pointing at tests/fakes' libnvidia-ml.so.1, --once --json
+# lists the fake's GPUs with their readings.
+# Usage: ix_node_agent_test.sh IX_NODE_AGENT FAKE_LIBNVIDIA_ML
 set -uo pipefail
 agent=$1
+fake_nvml=$2
 dir=$(mktemp -d /tmp/ix-node-agent-test.XXXXXX); trap 'rm -rf "$dir"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -16,8 +19,9 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 "$agent" --once --json --config "$dir/absent.conf" >"$dir/sample.json" 2>"$dir/err" \
   && fail "a missing --config file was accepted"
 : >"$dir/empty.conf"
-"$agent" --once --json --config "$dir/empty.conf" >"$dir/sample.json" 2>"$dir/err" \
-  || fail "--once --json failed: $(cat "$dir/err")"
+# No NVML here: IX_NVML_LIBRARY names one that is not there.
+IX_NVML_LIBRARY=$dir/absent/libnvidia-ml.so.1 "$agent" --once --json --config "$dir/empty.conf" \
+  >"$dir/sample.json" 2>"$dir/err" || fail "--once --json failed: $(cat "$dir/err")"
 python3 - "$dir/sample.json" <<'PY' || fail "--once --json does not match sysfs"
 import glob, json, os, re, sys
 sample = json.load(open(sys.argv[1]))
@@ -49,10 +53,36 @@ shm = sample["shm"]
 st = os.statvfs("/dev/shm")
 if shm is None or shm["path"] != "/dev/shm" or shm["size_bytes"] != st.f_blocks * st.f_frsize:
     bad.append(f"shm {shm} vs statvfs size {st.f_blocks * st.f_frsize}")
-if sample["gpus"] != [] or "not built yet" not in sample["nvml"]:
+if sample["gpus"] != [] or not sample["nvml"].startswith("NVML not present: cannot load "):
     bad.append(f"gpus {sample['gpus']}, nvml {sample['nvml']!r}")
 if sample["notes"]:
     bad.append(f"notes {sample['notes']}")
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+PY
+
+# The fake NVML with 4 GPUs, two of them busy by its load file: every
+# GPU with its readings, and NVML's version and count in "nvml".
+printf '0.5\n' >"$dir/load"
+printf 'gpus 4\nidle_watts 90\nbusy_watts 690\nload_file %s\n' "$dir/load" >"$dir/nvml.script"
+IX_NVML_LIBRARY=$fake_nvml IX_FAKE_NVML_SCRIPT=$dir/nvml.script \
+  "$agent" --once --json --config "$dir/empty.conf" >"$dir/gpus.json" 2>"$dir/err" \
+  || fail "--once --json with the fake NVML failed: $(cat "$dir/err")"
+python3 - "$dir/gpus.json" <<'PY' || fail "--once --json with the fake NVML: wrong GPUs"
+import json, sys
+sample = json.load(open(sys.argv[1]))
+gpus = sample["gpus"]
+bad = []
+if [g["index"] for g in gpus] != [0, 1, 2, 3]:
+    bad.append(f"indices {[g['index'] for g in gpus]}")
+for g in gpus:
+    if g["power_watts"] != 390.0 or g["gpu_utilization_percent"] != 50 or g["name"] != "NVIDIA H200":
+        bad.append(f"gpu {g}")
+    if not g["uuid"].startswith("GPU-") or g["energy_joules"] is None or g["xid_events"] != 0:
+        bad.append(f"gpu {g}")
+if not sample["nvml"].startswith("NVML 12.") or not sample["nvml"].endswith(": 4 GPUs"):
+    bad.append(f"nvml {sample['nvml']!r}")
 for b in bad:
     print(b)
 sys.exit(1 if bad else 0)

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/node/topology.h"
 #include "node_agent/agent_config.h"
 #include "node_agent/node_sample.h"
+#include "node_agent/nvml_sampler.h"
 
 int main(int argc, char** argv) {
   ix::Result<ix::AgentCommandLine> parsed = ix::ParseAgentCommandLine(std::vector<std::string>(argv + 1, argv + argc));
@@ -28,9 +28,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (line.once) {
-    const std::unique_ptr<ix::NvmlSource> nvml = ix::MakeSystemNvml();
+    const std::unique_ptr<ix::GpuSource> gpus = ix::OpenNvml(ix::NvmlLibraryFromEnv());
     ix::NodeSampleSources sources;
-    sources.nvml = nvml.get();
+    sources.gpus = gpus.get();
     std::cout << ix::NodeSampleToJson(ix::TakeNodeSample(sources), true) << "\n";
     return 0;
   }

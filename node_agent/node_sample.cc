@@ -5,16 +5,16 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "core/base/file_text.h"
 #include "core/base/json_text.h"
 #include "core/base/text.h"
 #include "core/node/topology.h"
+#include "node_agent/nvml_sampler.h"
 
 namespace ix {
 namespace {
-
-constexpr char kNoGpuSampling[] = "; GPU sampling through NVML is not built yet";
 
 // The value of the meminfo line whose name is `field` ("MemTotal:"), in
 // bytes ("kB" values are KiB, as the kernel means it).
@@ -52,18 +52,51 @@ std::optional<ShmSpace> MeasureShm(const std::string& path, std::vector<std::str
   return s;
 }
 
-std::string DescribeNvml(const NvmlSource* nvml) {
-  if (!nvml) return std::string("NVML not loaded: not looked for") + kNoGpuSampling;
-  const NvmlGpus gpus = nvml->List();
-  switch (gpus.state) {
-    case NvmlGpus::State::kAbsent:
-      return gpus.detail + kNoGpuSampling;
-    case NvmlGpus::State::kFailed:
-      return "NVML loaded but not usable: " + gpus.detail + kNoGpuSampling;
-    case NvmlGpus::State::kOk:
-      break;
+// What NVML is, for people: its version and the GPUs, or why none.
+std::string DescribeNvml(const GpuSnapshot& gpus) {
+  if (gpus.state == "absent") return gpus.detail;
+  if (gpus.state != "ok") return "NVML loaded but not usable: " + gpus.detail;
+  std::string text = gpus.version + ": " + std::to_string(gpus.gpus.size()) + " GPU" + (gpus.gpus.size() == 1 ? "" : "s");
+  if (!gpus.detail.empty()) text += "; " + gpus.detail;
+  return text;
+}
+
+template <class Writer, class T>
+void OptionalNumber(Writer& w, const char* key, const std::optional<T>& v) {
+  w.Key(key);
+  if (!v) {
+    w.Null();
+  } else if constexpr (std::is_floating_point_v<T>) {
+    w.Double(*v);
+  } else {
+    w.Uint64(*v);
   }
-  return "NVML loads and lists " + std::to_string(gpus.bus_ids.size()) + " GPU(s)" + kNoGpuSampling;
+}
+
+template <class Writer>
+void WriteString(Writer& w, const std::string& s) {
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+}
+
+template <class Writer>
+void WriteGpu(Writer& w, const GpuSample& g) {
+  w.StartObject();
+  w.Key("index"); w.Uint(g.index);
+  w.Key("uuid"); WriteString(w, g.uuid);
+  w.Key("name"); WriteString(w, g.name);
+  OptionalNumber(w, "power_watts", g.power_watts);
+  OptionalNumber(w, "energy_joules", g.energy_joules);
+  OptionalNumber(w, "temperature_celsius", g.temperature_celsius);
+  OptionalNumber(w, "sm_clock_mhz", g.sm_clock_mhz);
+  OptionalNumber(w, "memory_clock_mhz", g.memory_clock_mhz);
+  OptionalNumber(w, "gpu_utilization_percent", g.gpu_utilization_percent);
+  OptionalNumber(w, "memory_utilization_percent", g.memory_utilization_percent);
+  OptionalNumber(w, "memory_used_bytes", g.memory_used_bytes);
+  OptionalNumber(w, "memory_total_bytes", g.memory_total_bytes);
+  OptionalNumber(w, "ecc_uncorrected_errors", g.ecc_uncorrected_errors);
+  OptionalNumber(w, "ecc_corrected_errors", g.ecc_corrected_errors);
+  OptionalNumber(w, "xid_events", g.xid_events);
+  w.EndObject();
 }
 
 template <class Writer>
@@ -93,8 +126,9 @@ void WriteSample(Writer& w, const NodeSample& s) {
   }
   w.Key("gpus");
   w.StartArray();
+  for (const GpuSample& g : s.gpus) WriteGpu(w, g);
   w.EndArray();
-  w.Key("nvml"); w.String(s.nvml.c_str(), static_cast<rapidjson::SizeType>(s.nvml.size()));
+  w.Key("nvml"); WriteString(w, s.nvml);
   w.Key("notes");
   w.StartArray();
   for (const std::string& n : s.notes) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
@@ -138,7 +172,13 @@ NodeSample TakeNodeSample(const NodeSampleSources& sources) {
     s.numa.push_back(m.value());
   }
   s.shm = MeasureShm(sources.shm_path, s.notes);
-  s.nvml = DescribeNvml(sources.nvml);
+  if (sources.gpus) {
+    GpuSnapshot gpus = sources.gpus->Sample();
+    s.nvml = DescribeNvml(gpus);
+    s.gpus = std::move(gpus.gpus);
+  } else {
+    s.nvml = "NVML not looked at";
+  }
   return s;
 }
 

@@ -1,8 +1,6 @@
 // One sample of the node, as the agent takes it every interval and as
 // `ix-node-agent --once --json` prints it: the memory of each NUMA node,
-// /dev/shm, and the GPUs. GPU sampling through NVML is not built yet:
-// `gpus` is always empty and `nvml` says whether NVML loads and that it is
-// not sampled.
+// /dev/shm, and the GPUs through a GpuSource (NVML) when one is given.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +10,11 @@
 #include <vector>
 
 #include "core/base/result.h"
+#include "node_agent/gpu_sample.h"
 
 namespace ix {
 
-class NvmlSource;
+class GpuSource;
 
 // One NUMA node's memory as the kernel counts it in
 // /sys/devices/system/node/nodeN/meminfo. Invariant: free_bytes <=
@@ -40,7 +39,8 @@ struct ShmSpace {
 struct NodeSample {
   std::vector<NumaMemory> numa;  // by node number
   std::optional<ShmSpace> shm;
-  std::string nvml;              // whether NVML loads, and that GPUs are not sampled yet
+  std::vector<GpuSample> gpus;   // by NVML index; empty without NVML
+  std::string nvml;              // "NVML 12.x, driver y: N GPUs", or why there are none
   std::vector<std::string> notes;
 };
 
@@ -49,7 +49,7 @@ struct NodeSample {
 struct NodeSampleSources {
   std::string system_dir = "/sys/devices/system";  // holds node/nodeN/{cpulist,meminfo}
   std::string shm_path = "/dev/shm";
-  const NvmlSource* nvml = nullptr;  // nullptr: NVML not looked at
+  GpuSource* gpus = nullptr;  // nullptr: GPUs not looked at (the agent's loop samples them apart)
 };
 
 // A per-node meminfo ("Node 0 MemTotal:  24683748 kB" lines) as a
@@ -61,8 +61,13 @@ NodeSample TakeNodeSample(const NodeSampleSources& sources);
 
 // `{"numa":[{"node":0,"mem_total_bytes":...,"mem_free_bytes":...,
 // "mem_available_bytes":...}],"shm":{"path":...,"size_bytes":...,
-// "free_bytes":...,"used_bytes":...},"gpus":[],"nvml":"...","notes":[...]}`;
-// "shm" is null when it could not be read.
+// "free_bytes":...,"used_bytes":...},"gpus":[{"index":0,"uuid":...,
+// "name":...,"power_watts":...,"energy_joules":...,"temperature_celsius":...,
+// "sm_clock_mhz":...,"memory_clock_mhz":...,"gpu_utilization_percent":...,
+// "memory_utilization_percent":...,"memory_used_bytes":...,
+// "memory_total_bytes":...,"ecc_uncorrected_errors":...,
+// "ecc_corrected_errors":...,"xid_events":...}],"nvml":"...","notes":[...]}`;
+// "shm" and a GPU reading NVML did not give are null.
 std::string NodeSampleToJson(const NodeSample& sample, bool pretty);
 
 }  // namespace ix

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "core/base/file_text.h"
-#include "core/node/topology.h"
+#include "node_agent/nvml_sampler.h"
 #include "tests/support/test.h"
 
 namespace ix {
@@ -51,14 +51,14 @@ TEST(ParseNumaMemory, AMissingOrMalformedLineIsAnErrorNamingTheFile) {
             "f: no Inactive(file) line");
 }
 
-// An NvmlSource that answers what the test says.
-class FakeNvml : public NvmlSource {
+// A GpuSource that answers what the test says.
+class FakeGpus : public GpuSource {
  public:
-  explicit FakeNvml(NvmlGpus gpus) : gpus_(std::move(gpus)) {}
-  NvmlGpus List() const override { return gpus_; }
+  explicit FakeGpus(GpuSnapshot snapshot) : snapshot_(std::move(snapshot)) {}
+  GpuSnapshot Sample() override { return snapshot_; }
 
  private:
-  NvmlGpus gpus_;
+  GpuSnapshot snapshot_;
 };
 
 class NodeSampleTest : public ::testing::Test {
@@ -73,11 +73,11 @@ class NodeSampleTest : public ::testing::Test {
       ASSERT_TRUE(WriteFileAtomic(d + "/meminfo", meminfo).ok());
     }
   }
-  NodeSampleSources Sources(const NvmlSource* nvml = nullptr) const {
+  NodeSampleSources Sources(GpuSource* gpus = nullptr) const {
     NodeSampleSources s;
     s.system_dir = dir_.path();
     s.shm_path = dir_.path();
-    s.nvml = nvml;
+    s.gpus = gpus;
     return s;
   }
 
@@ -129,32 +129,39 @@ TEST_F(NodeSampleTest, NoNodesAtAllIsANote) {
   EXPECT_THAT(s.notes[0], StartsWith("NUMA nodes unknown: "));
 }
 
-TEST_F(NodeSampleTest, NvmlSaysWhetherItLoadsAndThatGpusAreNotSampled) {
+TEST_F(NodeSampleTest, NvmlSaysWhatItIsAndTheGpusAreItsSample) {
   AddNode(0, "0", Meminfo(0, 4096, 1000, 100));
-  EXPECT_EQ(TakeNodeSample(Sources()).nvml,
-            "NVML not loaded: not looked for; GPU sampling through NVML is not built yet");
+  EXPECT_EQ(TakeNodeSample(Sources()).nvml, "NVML not looked at");
 
-  NvmlGpus absent;
-  absent.state = NvmlGpus::State::kAbsent;
+  GpuSnapshot absent;
   absent.detail = "NVML not present: cannot load libnvidia-ml.so.1";
-  const FakeNvml none(absent);
-  EXPECT_EQ(TakeNodeSample(Sources(&none)).nvml,
-            "NVML not present: cannot load libnvidia-ml.so.1; GPU sampling through NVML is not built yet");
+  FakeGpus none(absent);
+  EXPECT_EQ(TakeNodeSample(Sources(&none)).nvml, "NVML not present: cannot load libnvidia-ml.so.1");
 
-  NvmlGpus failed;
-  failed.state = NvmlGpus::State::kFailed;
+  GpuSnapshot failed;
+  failed.state = "failed";
   failed.detail = "nvmlInit_v2 failed: Driver Not Loaded";
-  const FakeNvml broken(failed);
-  EXPECT_EQ(TakeNodeSample(Sources(&broken)).nvml,
-            "NVML loaded but not usable: nvmlInit_v2 failed: Driver Not Loaded; GPU sampling through NVML is not "
-            "built yet");
+  FakeGpus broken(failed);
+  EXPECT_EQ(TakeNodeSample(Sources(&broken)).nvml, "NVML loaded but not usable: nvmlInit_v2 failed: Driver Not Loaded");
 
-  NvmlGpus two;
-  two.state = NvmlGpus::State::kOk;
-  two.bus_ids = {"0000:1b:00.0", "0000:43:00.0"};
-  const FakeNvml gpus(two);
-  const NodeSample s = TakeNodeSample(Sources(&gpus));
-  EXPECT_EQ(s.nvml, "NVML loads and lists 2 GPU(s); GPU sampling through NVML is not built yet");
+  GpuSnapshot two;
+  two.state = "ok";
+  two.version = "NVML 12.570.86.15, driver 570.86.15";
+  two.gpus.resize(2);
+  two.gpus[1].index = 1;
+  two.gpus[1].power_watts = 412.5;
+  FakeGpus gpus(two);
+  NodeSample s = TakeNodeSample(Sources(&gpus));
+  EXPECT_EQ(s.nvml, "NVML 12.570.86.15, driver 570.86.15: 2 GPUs");
+  ASSERT_EQ(s.gpus.size(), 2u);
+  EXPECT_EQ(s.gpus[1].power_watts, 412.5);
+
+  GpuSnapshot lost = two;
+  lost.gpus.resize(1);
+  lost.detail = "GPU 0: nvmlDeviceGetTemperature failed: GPU is lost";
+  FakeGpus one(lost);
+  EXPECT_EQ(TakeNodeSample(Sources(&one)).nvml,
+            "NVML 12.570.86.15, driver 570.86.15: 1 GPU; GPU 0: nvmlDeviceGetTemperature failed: GPU is lost");
 }
 
 TEST(NodeSampleToJson, TheDocumentedShape) {
@@ -168,6 +175,38 @@ TEST(NodeSampleToJson, TheDocumentedShape) {
             R"({"node":1,"mem_total_bytes":8192,"mem_free_bytes":10,"mem_available_bytes":20}],)"
             R"("shm":{"path":"/dev/shm","size_bytes":1000,"free_bytes":900,"used_bytes":100},)"
             R"("gpus":[],"nvml":"NVML not present","notes":[]})");
+  GpuSample g;
+  g.index = 3;
+  g.uuid = "GPU-1";
+  g.name = "NVIDIA H200";
+  g.power_watts = 80.5;
+  g.energy_joules = 1234.25;
+  g.temperature_celsius = 34;
+  g.sm_clock_mhz = 1980;
+  g.memory_clock_mhz = 3201;
+  g.gpu_utilization_percent = 99;
+  g.memory_utilization_percent = 40;
+  g.memory_used_bytes = 1ull << 40;
+  g.memory_total_bytes = 2ull << 40;
+  g.ecc_uncorrected_errors = 1;
+  g.ecc_corrected_errors = 2;
+  g.xid_events = 3;
+  GpuSample bare;
+  bare.index = 4;
+  s.gpus = {g, bare};
+  const std::string json = NodeSampleToJson(s, false);
+  EXPECT_NE(json.find(R"("gpus":[{"index":3,"uuid":"GPU-1","name":"NVIDIA H200","power_watts":80.5,)"
+                      R"("energy_joules":1234.25,"temperature_celsius":34,"sm_clock_mhz":1980,"memory_clock_mhz":3201,)"
+                      R"("gpu_utilization_percent":99,"memory_utilization_percent":40,)"
+                      R"("memory_used_bytes":1099511627776,"memory_total_bytes":2199023255552,)"
+                      R"("ecc_uncorrected_errors":1,"ecc_corrected_errors":2,"xid_events":3},)"
+                      R"({"index":4,"uuid":"","name":"","power_watts":null,"energy_joules":null,)"
+                      R"("temperature_celsius":null,"sm_clock_mhz":null,"memory_clock_mhz":null,)"
+                      R"("gpu_utilization_percent":null,"memory_utilization_percent":null,)"
+                      R"("memory_used_bytes":null,"memory_total_bytes":null,"ecc_uncorrected_errors":null,)"
+                      R"("ecc_corrected_errors":null,"xid_events":null}],)"),
+            std::string::npos)
+      << json;
   s.shm.reset();
   s.notes = {"shm unknown: \"quoted\""};
   rapidjson::Document d;
