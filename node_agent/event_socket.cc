@@ -215,7 +215,7 @@ namespace {
 class Stamper {
  public:
   using Ch = char;
-  explicit Stamper(rapidjson::Writer<rapidjson::StringBuffer>& w) : w_(w) {}
+  explicit Stamper(EventWriter& w) : w_(w) {}
 
   bool Null() { return Scalar([&] { return w_.Null(); }); }
   bool Bool(bool b) { return Scalar([&] { return w_.Bool(b); }); }
@@ -224,6 +224,9 @@ class Stamper {
   bool Int64(int64_t i) { return Scalar([&] { return w_.Int64(i); }); }
   bool Uint64(uint64_t u) { return Scalar([&] { return w_.Uint64(u); }); }
   bool Double(double d) { return Scalar([&] { return w_.Double(d); }); }
+  bool RawNumber(const Ch* s, rapidjson::SizeType n, bool copy) {
+    return Scalar([&] { return w_.RawNumber(s, n, copy); });  // as it came (kEventParseFlags)
+  }
   bool String(const Ch* s, rapidjson::SizeType n, bool) { return Scalar([&] { return w_.String(s, n); }); }
   bool StartObject() { return Open([&] { return w_.StartObject(); }); }
   bool StartArray() { return Open([&] { return w_.StartArray(); }); }
@@ -268,7 +271,7 @@ class Stamper {
     return object ? w_.EndObject() : w_.EndArray();
   }
 
-  rapidjson::Writer<rapidjson::StringBuffer>& w_;
+  EventWriter& w_;
   int depth_ = 0;
   int skip_ = 0;            // > 0: inside a skipped value opened at this depth
   bool skip_next_ = false;  // the next value is a claimed sender or node
@@ -281,7 +284,7 @@ std::string ProblemMessage(const EventProblem& p) {
   return "event: field '" + p.field + "': " + p.rule + (p.got.empty() ? "" : ", got " + p.got);
 }
 
-void AppendSenderAndNode(rapidjson::Writer<rapidjson::StringBuffer>& w, pid_t pid, uid_t uid, gid_t gid,
+void AppendSenderAndNode(EventWriter& w, pid_t pid, uid_t uid, gid_t gid,
                          const std::string& hostname) {
   w.Key("sender");
   w.StartObject();
@@ -308,7 +311,7 @@ Result<std::string> StampEvent(std::string_view datagram, pid_t pid, uid_t uid, 
   // end of the input.
   if (datagram.find('\0') != std::string_view::npos) return Error{"event: not JSON: a NUL byte"};
   rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  EventWriter w(buf);
   Stamper stamper(w);
   EventChecker checker(EventStage::kDatagram);
   CheckedEventHandler<Stamper> handler(checker, stamper);

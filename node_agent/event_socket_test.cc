@@ -312,6 +312,7 @@ TEST(StampEvent, RequiredFieldsAndTheirTypesAreNamedInErrors) {
       {std::string("{\"id\":\"1.0:1\"}\0junk", 19), "NUL"},
       {R"({"id":"1.0:1","event":"ready","step":"1.0","time":1e999})", "not JSON"},
       {"{\"id\":\"1.0:1\",\"event\":\"ready\",\"step\":\"\xff\",\"time\":1}", "not JSON"},
+      {R"({"id":"1.0:1","event":"ready","step":"1.0","time":1,"x":"\udc00"})", "field 'x': holds a string that is not UTF-8"},
   };
   for (const Case& c : cases) {
     Result<std::string> out = StampEvent(c.text, 1, 2, 3, "n");
@@ -335,6 +336,23 @@ TEST(StampEvent, DeepNestingAndTheSizeLimitAreRefused) {
   Result<std::string> big = StampEvent(justUnder, 1, 2, 3, "n");
   ASSERT_FALSE(big);  // the sender and node push it over
   EXPECT_NE(big.error().message.find("at most 65536"), std::string::npos) << big.error().message;
+}
+
+TEST(StampEvent, NumbersStayAsSentAndStampingAgainChangesNothing) {
+  // Each would change by an ulp if it were read and printed again
+  // (fuzz/agent_event_fuzz).
+  const std::string sent =
+      R"({"id":"1.0:1","event":"ready","step":"1.0","time":1.7646917979999998e84,"x":[-218446744073709571615,1E2]})";
+  Result<std::string> out = StampEvent(sent, 1, 2, 3, "n");
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out.value().rfind(sent.substr(0, sent.size() - 1) + ",\"sender\":", 0), 0u) << out.value();
+  Result<std::string> again = StampEvent(out.value(), 1, 2, 3, "n");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again.value(), out.value());
+  Result<std::string> huge = StampEvent(R"({"id":"1.0:1","event":"ready","step":"1.0","time":1,"x":1.8e308})", 1, 2, 3, "n");
+  ASSERT_FALSE(huge);
+  EXPECT_NE(huge.error().message.find("field 'x': holds a number beyond the range of a double"), std::string::npos)
+      << huge.error().message;
 }
 
 TEST(StampEvent, AnyBytesAreSafe) {

@@ -1,7 +1,16 @@
 #include "core/events/event_rules.h"
 
+#include <rapidjson/encodings.h>
+#include <rapidjson/memorystream.h>
+
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <system_error>
 #include <utility>
+
+#include "core/base/text.h"
 
 namespace ix {
 namespace {
@@ -102,6 +111,76 @@ std::string FieldProblem(std::string_view key, JsonKind kind, std::string_view t
   return "";
 }
 
+// Whether the JSON number `text`, which from_chars found out of a double's
+// range, is too large rather than too small: its first significant digit
+// stands at a positive power of ten. (Too small reads as 0, as it always
+// has; too large is refused.)
+bool TooLarge(std::string_view text) {
+  const size_t e = text.find_first_of("eE");
+  int64_t exponent = 0;
+  if (e != std::string_view::npos) {
+    std::string_view x = text.substr(e + 1);
+    const bool negative = !x.empty() && x.front() == '-';
+    if (!x.empty() && (x.front() == '-' || x.front() == '+')) x.remove_prefix(1);
+    uint64_t magnitude = 0;
+    if (!ParseUnsigned(x, magnitude) || magnitude > 1'000'000'000) magnitude = 1'000'000'000;
+    exponent = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+  }
+  std::string_view mantissa = text.substr(0, e);
+  if (!mantissa.empty() && mantissa.front() == '-') mantissa.remove_prefix(1);
+  const size_t dot = mantissa.find('.');
+  const std::string_view whole = mantissa.substr(0, dot);
+  const std::string_view fraction = dot == std::string_view::npos ? std::string_view() : mantissa.substr(dot + 1);
+  int64_t order = 0;  // the value is in [10^(order-1), 10^order) times 10^exponent
+  if (const size_t first = whole.find_first_not_of('0'); first != std::string_view::npos) {
+    order = static_cast<int64_t>(whole.size() - first);
+  } else if (const size_t f = fraction.find_first_not_of('0'); f != std::string_view::npos) {
+    order = -static_cast<int64_t>(f);
+  } else {
+    return false;  // zero
+  }
+  return order + exponent > 0;
+}
+
+// A JSON number's kind and value: an integer (no fraction or exponent) is
+// kInteger when it is 0..INT64_MAX (-0 too), kNegative when it is
+// INT64_MIN..-1, else kNumber. Unset when it is too large for a double.
+std::optional<std::pair<JsonKind, double>> ReadNumber(std::string_view text) {
+  double value = 0;
+  const std::from_chars_result r = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (r.ec == std::errc::result_out_of_range) {
+    if (TooLarge(text)) return std::nullopt;
+    value = 0;
+  } else if (r.ec != std::errc() || r.ptr != text.data() + text.size() || !std::isfinite(value)) {
+    return std::nullopt;  // not a JSON number: "inf" or "nan" from a value that was not finite
+  }
+  if (text.find_first_of(".eE") != std::string_view::npos) return std::pair{JsonKind::kNumber, value};
+  const bool negative = !text.empty() && text.front() == '-';
+  uint64_t magnitude = 0;
+  if (!ParseUnsigned(negative ? text.substr(1) : text, magnitude)) return std::pair{JsonKind::kNumber, value};
+  const uint64_t int64_max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (magnitude == 0 || (!negative && magnitude <= int64_max)) return std::pair{JsonKind::kInteger, value};
+  if (negative && magnitude <= int64_max + 1) return std::pair{JsonKind::kNegative, value};
+  return std::pair{JsonKind::kNumber, value};
+}
+
+// Whether `s` is UTF-8 as kParseValidateEncodingFlag checks text. A string
+// or key can be valid JSON and still not be: RapidJSON 1.1.0 decodes an
+// escaped lone low surrogate ("\udc00") into the bytes of one, which no
+// reader that checks UTF-8 takes back (fuzz/agent_event_fuzz found it).
+bool IsValidUtf8(std::string_view s) {
+  struct Discard {
+    void Put(char) {}
+  } out;
+  rapidjson::MemoryStream in(s.data(), s.size());
+  while (in.Tell() < s.size()) {
+    if (!rapidjson::UTF8<>::Validate(in, out)) return false;
+  }
+  return true;
+}
+
+constexpr char kNotUtf8[] = "holds a string that is not UTF-8 (an escaped unpaired surrogate)";
+
 // `s` cut to 40 bytes, with control and non-ASCII bytes as \xNN, for errors.
 std::string Printable(std::string_view s) {
   std::string out;
@@ -142,10 +221,19 @@ Status CheckResultName(std::string_view s) { return CheckName(s, kMaxResultNameB
 
 bool EventChecker::Scalar(JsonKind kind, std::string_view text) {
   if (depth_ == 0) return Fail("", done_ ? "must be one JSON object" : "must be a JSON object");
-  return depth_ > 1 || CheckField(kind, text);
+  if (kind == JsonKind::kString && !IsValidUtf8(text)) return Fail(key_, kNotUtf8, KindName(kind, text));
+  return depth_ > 1 || CheckField(kind, text, 0);
+}
+
+bool EventChecker::Number(std::string_view text) {
+  if (depth_ == 0) return Fail("", done_ ? "must be one JSON object" : "must be a JSON object");
+  const std::optional<std::pair<JsonKind, double>> number = ReadNumber(text);
+  if (!number) return Fail(key_, "holds a number beyond the range of a double", "a number " + Printable(text));
+  return depth_ > 1 || CheckField(number->first, text, number->second);
 }
 
 bool EventChecker::Key(std::string_view key) {
+  if (!IsValidUtf8(key)) return Fail(depth_ == 1 ? "" : key_, kNotUtf8, "a key \"" + Printable(key) + "\"");
   if (depth_ != 1) return true;
   key_.assign(key);
   if (!seen_.insert(key_).second) return Fail("", "field \"" + Printable(key) + "\" appears more than once");
@@ -159,7 +247,7 @@ bool EventChecker::Open(JsonKind kind) {
   if (++depth_ > kMaxEventDepth) {
     return Fail("", "nests objects and arrays deeper than " + std::to_string(kMaxEventDepth) + " levels");
   }
-  return depth_ != 2 || CheckField(kind, "");
+  return depth_ != 2 || CheckField(kind, "", 0);
 }
 
 bool EventChecker::Close() {
@@ -172,10 +260,32 @@ bool EventChecker::Close() {
   return true;
 }
 
-bool EventChecker::CheckField(JsonKind kind, std::string_view text) {
+bool EventChecker::CheckField(JsonKind kind, std::string_view text, double number) {
   std::string rule = FieldProblem(key_, kind, text, stage_);
-  if (rule.empty()) return true;
-  return Fail(key_, std::move(rule), KindName(kind, text));
+  if (!rule.empty()) return Fail(key_, std::move(rule), KindName(kind, text));
+  Keep(kind, text, number);
+  return true;
+}
+
+// The value of a protocol field that kept its rule, into fields_.
+void EventChecker::Keep(JsonKind kind, std::string_view text, double number) {
+  if (key_ == "id") {
+    fields_.id = text;
+  } else if (key_ == "event") {
+    fields_.event = text;
+  } else if (key_ == "step") {
+    fields_.step = text;
+  } else if (key_ == "time") {
+    fields_.time = number;
+  } else if (key_ == "sweep") {
+    fields_.sweep = std::string(text);
+  } else if (key_ == "entry") {
+    int64_t exact = 0;  // kInteger: decimal digits within int64 (or -0), so this reads
+    (void)ParseSigned(text, exact);
+    fields_.entry = exact;
+  } else if (key_ == "node" && stage_ == EventStage::kStamped && kind == JsonKind::kString) {
+    fields_.node = std::string(text);
+  }
 }
 
 bool EventChecker::Fail(std::string field, std::string rule, std::string got) {

@@ -10,10 +10,14 @@
 #pragma once
 
 #include <rapidjson/reader.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -38,9 +42,23 @@ inline constexpr size_t kMaxResultNameBytes = 255;
 inline constexpr int kMaxEventDepth = 32;
 
 // How both ends parse event JSON: iteratively, so no input can exhaust the
-// stack, and with its UTF-8 checked, since what is stored is printed again
-// as JSON.
-inline constexpr unsigned kEventParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
+// stack; with its UTF-8 checked, since what is stored is printed again as
+// JSON; and with numbers as their text, passed on as they came. Reading a
+// number and printing it again is not stable in RapidJSON 1.1.0: its
+// default reader can be an ulp off, so a number would change each time an
+// event is stamped or stored (fuzz/agent_event_fuzz found it), and its
+// exact reader has UB on some inputs (clz(0) in DiyFp::Normalize).
+inline constexpr unsigned kEventParseFlags =
+    rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;
+
+// A compact JSON writer for events: a number given as its text (see
+// kEventParseFlags) is written as it came. RapidJSON 1.1.0's own
+// Writer::RawNumber would write it as a string.
+class EventWriter : public rapidjson::Writer<rapidjson::StringBuffer> {
+ public:
+  explicit EventWriter(rapidjson::StringBuffer& out) : rapidjson::Writer<rapidjson::StringBuffer>(out) {}
+  bool RawNumber(const Ch* s, rapidjson::SizeType n, bool) { return RawValue(s, n, rapidjson::kNumberType); }
+};
 
 // --- the names ---
 // A sweep id is [A-Za-z0-9._-]{1,64} and a result file's name
@@ -76,6 +94,20 @@ struct EventProblem {
   std::string got;
 };
 
+// The protocol's fields of an event, as an EventChecker read them. Valid
+// once the checker is done(): id, event and step as the rules allow, time
+// finite, entry >= 0, node (read at EventStage::kStamped only: a
+// datagram's is a claim) 1 to kMaxNodeBytes bytes.
+struct EventFields {
+  std::string id;     // "STEP:SEQ"
+  std::string event;  // [a-z_]{1,32}
+  std::string step;   // 1..64 bytes
+  double time = 0;    // unix seconds
+  std::optional<std::string> sweep;
+  std::optional<int64_t> entry;
+  std::optional<std::string> node;
+};
+
 // Checks one event as its SAX calls stream past, in document order, so no
 // copy of it is needed and the first problem stops the parse: an object;
 // `id` a string of 1 to 200 bytes "STEP:SEQ" (STEP without ':', SEQ decimal
@@ -83,24 +115,30 @@ struct EventProblem {
 // number; optional `sweep` a sweep id; optional `entry` a non-negative
 // integer; optional `node` (stamped events) a string of 1 to 255 bytes; no
 // top-level key twice; nested at most kMaxEventDepth levels; other fields
-// free. The size is CheckEventSize's. Each call returns false on the first
-// broken rule, and problem() says which. Invariant: once a call returned
-// false, problem().rule is set; done() only after the root object closed
-// with every rule kept. One checker per event.
+// free; no number anywhere beyond the range of a double (one too small
+// reads as 0); every string and key UTF-8 once unescaped. The size is
+// CheckEventSize's. Each call returns false on the first broken rule, and
+// problem() says which. Invariant: once a call returned false,
+// problem().rule is set; done() only after the root object closed with
+// every rule kept, and then fields() holds what the protocol's fields
+// said. One checker per event.
 class EventChecker {
  public:
   explicit EventChecker(EventStage stage) : stage_(stage) {}
 
-  bool Scalar(JsonKind kind, std::string_view text = {});  // `text`: a string's bytes
+  bool Scalar(JsonKind kind, std::string_view text = {});  // null, a boolean, or a string's bytes
+  bool Number(std::string_view text);                      // a JSON number's text
   bool Key(std::string_view key);
   bool Open(JsonKind kind);  // kObject or kArray
   bool Close();              // closing the root checks that id, event, step and time came
 
   bool done() const { return done_; }
   const EventProblem& problem() const { return problem_; }
+  const EventFields& fields() const { return fields_; }
 
  private:
-  bool CheckField(JsonKind kind, std::string_view text);
+  bool CheckField(JsonKind kind, std::string_view text, double number);
+  void Keep(JsonKind kind, std::string_view text, double number);
   bool Fail(std::string field, std::string rule, std::string got = "");
 
   EventStage stage_;
@@ -109,6 +147,7 @@ class EventChecker {
   std::string key_;  // the current top-level key
   std::set<std::string, std::less<>> seen_;
   EventProblem problem_;
+  EventFields fields_;
 };
 
 // An event of `compact_bytes` bytes as compact JSON (the stored form, with
@@ -118,9 +157,10 @@ Status CheckEventSize(size_t compact_bytes);
 
 // A RapidJSON SAX handler that shows each call to an EventChecker first and
 // passes it on to `next` only when the event still keeps the rules: put it
-// in front of a Writer (or any handler) to check and copy an event in one
-// pass, from a Reader or from a parsed Value's Accept (which stops
-// descending when the depth limit is broken, so its recursion is bounded).
+// in front of an EventWriter (or any handler) to check and copy an event in
+// one pass, from a Reader with kEventParseFlags (numbers as text) or from a
+// parsed Value's Accept (which stops descending when the depth limit is
+// broken, so its recursion is bounded).
 template <class Next>
 class CheckedEventHandler {
  public:
@@ -129,17 +169,14 @@ class CheckedEventHandler {
 
   bool Null() { return c_.Scalar(JsonKind::kNull) && n_.Null(); }
   bool Bool(bool b) { return c_.Scalar(JsonKind::kBool) && n_.Bool(b); }
-  bool Int(int i) { return c_.Scalar(i < 0 ? JsonKind::kNegative : JsonKind::kInteger) && n_.Int(i); }
-  bool Uint(unsigned u) { return c_.Scalar(JsonKind::kInteger) && n_.Uint(u); }
-  bool Int64(int64_t i) { return c_.Scalar(i < 0 ? JsonKind::kNegative : JsonKind::kInteger) && n_.Int64(i); }
-  bool Uint64(uint64_t u) {
-    const bool fits = u <= static_cast<uint64_t>(INT64_MAX);
-    return c_.Scalar(fits ? JsonKind::kInteger : JsonKind::kNumber) && n_.Uint64(u);
+  bool Int(int i) { return c_.Number(Text(i)) && n_.Int(i); }
+  bool Uint(unsigned u) { return c_.Number(Text(u)) && n_.Uint(u); }
+  bool Int64(int64_t i) { return c_.Number(Text(i)) && n_.Int64(i); }
+  bool Uint64(uint64_t u) { return c_.Number(Text(u)) && n_.Uint64(u); }
+  bool Double(double d) { return c_.Number(Text(d)) && n_.Double(d); }
+  bool RawNumber(const Ch* s, rapidjson::SizeType n, bool copy) {
+    return c_.Number(std::string_view(s, n)) && n_.RawNumber(s, n, copy);
   }
-  bool Double(double d) { return c_.Scalar(JsonKind::kNumber) && n_.Double(d); }
-  // kEventParseFlags never asks for numbers as text, which could not be
-  // told integer or not.
-  bool RawNumber(const Ch*, rapidjson::SizeType, bool) { return false; }
   bool String(const Ch* s, rapidjson::SizeType n, bool copy) {
     return c_.Scalar(JsonKind::kString, std::string_view(s, n)) && n_.String(s, n, copy);
   }
@@ -152,8 +189,17 @@ class CheckedEventHandler {
   bool EndArray(rapidjson::SizeType elements) { return c_.Close() && n_.EndArray(elements); }
 
  private:
+  // A number read as a value, as text for the checker (a double that is
+  // not finite as "inf" or "nan", which the checker refuses).
+  template <class T>
+  std::string_view Text(T v) {
+    const std::to_chars_result r = std::to_chars(buf_, buf_ + sizeof buf_, v);
+    return std::string_view(buf_, static_cast<size_t>(r.ptr - buf_));
+  }
+
   EventChecker& c_;
   Next& n_;
+  char buf_[32];
 };
 
 }  // namespace ix

@@ -176,7 +176,7 @@ TEST(EventRules, AParsedValuesAcceptStopsAtTheDepthLimit) {
   // limit instead of recursing through it.
   const std::string very = With(",\"x\":" + std::string(100000, '[') + std::string(100000, ']'));
   rapidjson::Document d;
-  d.Parse<kEventParseFlags>(very.data(), very.size());
+  d.Parse<rapidjson::kParseIterativeFlag>(very.data(), very.size());
   ASSERT_FALSE(d.HasParseError());
   EventChecker checker(EventStage::kStamped);
   rapidjson::StringBuffer buf;
@@ -189,7 +189,7 @@ TEST(EventRules, AParsedValuesAcceptStopsAtTheDepthLimit) {
 TEST(EventRules, TheCopyThroughTheHandlerIsTheCompactEvent) {
   rapidjson::Document d;
   const std::string text = " { \"id\" : \"a:1\" ,\n \"event\":\"ready\", \"step\":\"s\", \"time\": 2, \"x\":[1.5,-3,true] } ";
-  d.Parse<kEventParseFlags>(text.data(), text.size());
+  d.Parse<rapidjson::kParseIterativeFlag>(text.data(), text.size());
   EventChecker checker(EventStage::kStamped);
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
@@ -197,6 +197,79 @@ TEST(EventRules, TheCopyThroughTheHandlerIsTheCompactEvent) {
   ASSERT_TRUE(d.Accept(handler)) << checker.problem().rule;
   EXPECT_TRUE(checker.done());
   EXPECT_STREQ(buf.GetString(), R"({"id":"a:1","event":"ready","step":"s","time":2,"x":[1.5,-3,true]})");
+  EXPECT_EQ(checker.fields().time, 2);
+}
+
+// `text` checked and copied by an EventWriter, as both ends do; "" when it
+// broke a rule.
+std::string Copy(std::string_view text, EventChecker& checker) {
+  rapidjson::StringBuffer buf;
+  EventWriter w(buf);
+  CheckedEventHandler<EventWriter> handler(checker, w);
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  rapidjson::Reader reader;
+  if (!reader.Parse<kEventParseFlags>(stream, handler)) return "";
+  return {buf.GetString(), buf.GetSize()};
+}
+
+TEST(EventRules, NumbersAreCopiedAsTheyCame) {
+  // 17 significant digits, and values RapidJSON's default reader gets an
+  // ulp wrong: each would change when read and printed again.
+  const std::string text =
+      R"({"id":"a:1","event":"e","step":"s","time":1764691740.1234567,"x":[-218446744073709571615,1.7646917979999998e84,)"
+      R"(0.1E+2,-0,-0.0,1e-400,18446744073709551616]})";
+  EventChecker checker(EventStage::kStamped);
+  EXPECT_EQ(Copy(text, checker), text);
+  EXPECT_TRUE(checker.done());
+  EXPECT_EQ(checker.fields().time, 1764691740.1234567);
+}
+
+TEST(EventRules, ANumberBeyondADoubleIsRefusedWhereverItIs) {
+  for (const char* n : {"1.7976931348623159e308", "-1.8e308", "17976931348623159.0e292"}) {
+    EventChecker checker(EventStage::kStamped);
+    EXPECT_EQ(Copy(With(R"(,"x":{"y":[)" + std::string(n) + "]}"), checker), "") << n;
+    EXPECT_EQ(checker.problem().field, "x") << n;
+    EXPECT_EQ(checker.problem().rule, "holds a number beyond the range of a double") << n;
+  }
+  EXPECT_EQ(Check(R"({"id":"a:1","event":"e","step":"s","time":1.7976931348623157e308})").rule, "");
+  EXPECT_EQ(Check(R"({"id":"a:1","event":"e","step":"s","time":1e-400})").rule, "") << "too small reads as 0";
+}
+
+TEST(EventRules, AnEscapedUnpairedSurrogateIsRefused) {
+  // RapidJSON decodes "\udc00" into bytes that are not UTF-8; a pair is
+  // one character, and a lone high surrogate is RapidJSON's own error.
+  EXPECT_EQ(Check(With(R"(,"x":"\ud83d\ude00")")).rule, "");
+  for (const char* more : {R"(,"x":"a\udc00")", R"(,"x":{"y":["\udfff"]})", R"(,"x":{"\udc00":1})"}) {
+    const EventProblem p = Check(With(more));
+    EXPECT_EQ(p.field, "x") << more;
+    EXPECT_EQ(p.rule, "holds a string that is not UTF-8 (an escaped unpaired surrogate)") << more;
+  }
+  EXPECT_EQ(Check(With(R"(,"\udc00":1)")).rule, "holds a string that is not UTF-8 (an escaped unpaired surrogate)");
+  EXPECT_EQ(Check(R"({"id":"a:1","event":"e","step":"\udc00","time":1})").field, "step");
+}
+
+TEST(EventRules, FieldsHoldWhatTheProtocolsFieldsSaid) {
+  EventChecker checker(EventStage::kStamped);
+  ASSERT_NE(Copy(R"({"id":"7.0:3","event":"entry","step":"7.batch","time":-1.5,"sweep":"sw-1","entry":-0,)"
+                 R"("node":"gpu-1","x":{"id":"no"}})",
+                 checker),
+            "");
+  const EventFields& f = checker.fields();
+  EXPECT_EQ(f.id, "7.0:3");
+  EXPECT_EQ(f.event, "entry");
+  EXPECT_EQ(f.step, "7.batch");
+  EXPECT_EQ(f.time, -1.5);
+  EXPECT_EQ(f.sweep, "sw-1");
+  EXPECT_EQ(f.entry, 0);
+  EXPECT_EQ(f.node, "gpu-1");
+
+  EventChecker datagram(EventStage::kDatagram);
+  ASSERT_NE(Copy(R"({"id":"7.0:3","event":"entry","step":"7","time":1,"entry":9223372036854775807,"node":"x"})",
+                 datagram),
+            "");
+  EXPECT_EQ(datagram.fields().entry, INT64_MAX);
+  EXPECT_FALSE(datagram.fields().node) << "a datagram's node is a claim";
+  EXPECT_FALSE(datagram.fields().sweep);
 }
 
 TEST(EventRules, TheSizeLimit) {

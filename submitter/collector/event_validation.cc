@@ -1,50 +1,129 @@
 #include "submitter/collector/event_validation.h"
 
-#include <rapidjson/document.h>
+#include <rapidjson/encodedstream.h>
+#include <rapidjson/memorystream.h>
+// After the readers: RapidJSON's stack.h is then named
+// rapidjson/internal/stack.h, the name tests/ubsan.supp matches.
 #include <rapidjson/error/en.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "core/base/text.h"
 
 namespace ix {
 namespace {
 
-std::string_view StringOf(const rapidjson::Value& v) { return {v.GetString(), v.GetStringLength()}; }
-
 // "id: must be ..." or the whole event's problem; what came is not
 // repeated to the sender.
 std::string ProblemMessage(const EventProblem& p) { return p.field.empty() ? p.rule : p.field + ": " + p.rule; }
 
-// The protocol's fields of an event that kept the rules, into `out`.
-void TakeFields(const rapidjson::Value& v, ValidEvent& out) {
-  out.id = StringOf(v["id"]);
-  out.event = StringOf(v["event"]);
-  out.step = StringOf(v["step"]);
-  out.time = v["time"].GetDouble();
-  if (const auto s = v.FindMember("sweep"); s != v.MemberEnd()) out.sweep = std::string(StringOf(s->value));
-  if (const auto e = v.FindMember("entry"); e != v.MemberEnd()) out.entry = e->value.GetInt64();
-  if (const auto n = v.FindMember("node"); n != v.MemberEnd()) out.node = std::string(StringOf(n->value));
-}
-
-// Checks `v` by the protocol's rules while writing it as compact JSON, in
-// one pass (Accept stops descending at the depth limit).
-Result<ValidEvent> ValidateEvent(const rapidjson::Value& v) {
+// One event of a batch being read: checked by the protocol's rules and
+// copied as compact JSON in one pass.
+struct EventCopy {
+  EventCopy() : writer(buf), checker(EventStage::kStamped), handler(checker, writer) {}
   rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  EventChecker checker(EventStage::kStamped);
-  CheckedEventHandler<rapidjson::Writer<rapidjson::StringBuffer>> handler(checker, w);
-  if (!v.Accept(handler) || !checker.done()) {
-    return Error{checker.problem().rule.empty() ? "cannot be written as JSON" : ProblemMessage(checker.problem())};
+  EventWriter writer;
+  EventChecker checker;
+  CheckedEventHandler<EventWriter> handler;
+  bool failed = false;
+};
+
+// Reads a POST /v1/events body as its SAX calls stream past: the root
+// array, each element an event (EventCopy). Once an event fails, the rest
+// is only counted, never checked; the parse goes on to the end, so that a
+// syntax error, a root that is not an array or too many events, which the
+// whole body is refused for, is named before any one event, as when the
+// body was read whole first. Never stops the parse (no handler error).
+class BatchReader {
+ public:
+  using Ch = char;
+
+  bool Null() { return Element(0, [&](auto& h) { return h.Null(); }); }
+  bool Bool(bool b) { return Element(0, [&](auto& h) { return h.Bool(b); }); }
+  bool Int(int i) { return Element(0, [&](auto& h) { return h.Int(i); }); }
+  bool Uint(unsigned u) { return Element(0, [&](auto& h) { return h.Uint(u); }); }
+  bool Int64(int64_t i) { return Element(0, [&](auto& h) { return h.Int64(i); }); }
+  bool Uint64(uint64_t u) { return Element(0, [&](auto& h) { return h.Uint64(u); }); }
+  bool Double(double d) { return Element(0, [&](auto& h) { return h.Double(d); }); }
+  bool RawNumber(const Ch* s, rapidjson::SizeType n, bool c) {
+    return Element(0, [&](auto& h) { return h.RawNumber(s, n, c); });
   }
-  if (Status ok = CheckEventSize(buf.GetSize()); !ok) return ok.error();
-  ValidEvent out;
-  TakeFields(v, out);
-  out.body.assign(buf.GetString(), buf.GetSize());
-  return out;
-}
+  bool String(const Ch* s, rapidjson::SizeType n, bool c) {
+    return Element(0, [&](auto& h) { return h.String(s, n, c); });
+  }
+  bool Key(const Ch* s, rapidjson::SizeType n, bool c) { return Element(0, [&](auto& h) { return h.Key(s, n, c); }); }
+  bool StartObject() { return Element(1, [&](auto& h) { return h.StartObject(); }); }
+  bool EndObject(rapidjson::SizeType m) { return Element(-1, [&](auto& h) { return h.EndObject(m); }); }
+  bool StartArray() {
+    if (depth_ == 0 && !not_array_) {
+      depth_ = 1;  // the batch
+      return true;
+    }
+    return Element(1, [&](auto& h) { return h.StartArray(); });
+  }
+  bool EndArray(rapidjson::SizeType n) {
+    if (depth_ == 1) {
+      depth_ = 0;  // the batch's end
+      return true;
+    }
+    return Element(-1, [&](auto& h) { return h.EndArray(n); });
+  }
+
+  bool not_array() const { return not_array_; }
+  size_t count() const { return count_; }
+  const std::string& first_error() const { return first_error_; }
+  std::vector<ValidEvent>& events() { return events_; }
+
+ private:
+  // One SAX call inside the batch; `change` is +1 for an opening, -1 for a
+  // closing, 0 for anything else.
+  template <class Call>
+  bool Element(int change, Call call) {
+    if (depth_ == 0) not_array_ = true;  // a root other than an array
+    if (not_array_) return true;
+    if (depth_ == 1) Begin();
+    depth_ += change > 0 ? 1 : 0;
+    if (current_ && !current_->failed && !call(current_->handler)) {
+      Refuse(ProblemMessage(current_->checker.problem()));
+    }
+    depth_ -= change < 0 ? 1 : 0;
+    if (depth_ == 1) End();
+    return true;
+  }
+  void Begin() {
+    ++count_;
+    // Past the first bad event or the limit the batch is refused anyway.
+    if (first_error_.empty() && count_ <= kMaxEventsPerBatch) current_ = std::make_unique<EventCopy>();
+  }
+  void End() {
+    if (!current_) return;
+    if (!current_->failed) {
+      const Status size = CheckEventSize(current_->buf.GetSize());
+      if (!size) {
+        Refuse(size.error().message);
+      } else {
+        ValidEvent e;
+        static_cast<EventFields&>(e) = current_->checker.fields();
+        e.body.assign(current_->buf.GetString(), current_->buf.GetSize());
+        events_.push_back(std::move(e));
+      }
+    }
+    current_.reset();
+  }
+  void Refuse(const std::string& why) {
+    current_->failed = true;
+    if (first_error_.empty()) first_error_ = "events[" + std::to_string(count_ - 1) + "]: " + why;
+  }
+
+  int depth_ = 0;  // 0: outside the batch, 1: in it, 2 and more: in an event
+  bool not_array_ = false;
+  size_t count_ = 0;
+  std::unique_ptr<EventCopy> current_;
+  std::string first_error_;
+  std::vector<ValidEvent> events_;
+};
 
 }  // namespace
 
@@ -53,25 +132,23 @@ Result<std::vector<ValidEvent>> ParseEventBatch(std::string_view body) {
     return Error{"body: " + std::to_string(body.size()) + " bytes; at most " + std::to_string(kMaxEventsBodyBytes) +
                  " are allowed"};
   }
-  rapidjson::Document doc;
-  doc.Parse<kEventParseFlags>(body.data(), body.size());
-  if (doc.HasParseError()) {
-    return Error{std::string("body: not valid JSON (") + rapidjson::GetParseError_En(doc.GetParseError()) +
-                 " at byte " + std::to_string(doc.GetErrorOffset()) + ")"};
+  BatchReader batch;
+  // Read as a parsed document reads a sized buffer (a UTF-8 BOM skipped).
+  rapidjson::MemoryStream ms(body.data(), body.size());
+  rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
+  rapidjson::Reader reader;
+  const rapidjson::ParseResult parsed = reader.Parse<kEventParseFlags>(is, batch);
+  if (!parsed) {
+    return Error{std::string("body: not valid JSON (") + rapidjson::GetParseError_En(parsed.Code()) + " at byte " +
+                 std::to_string(parsed.Offset()) + ")"};
   }
-  if (!doc.IsArray()) return Error{"body: must be a JSON array of events"};
-  if (doc.Size() > kMaxEventsPerBatch) {
-    return Error{"body: " + std::to_string(doc.Size()) + " events; at most " + std::to_string(kMaxEventsPerBatch) +
-                 " are allowed per request"};
+  if (batch.not_array()) return Error{"body: must be a JSON array of events"};
+  if (batch.count() > kMaxEventsPerBatch) {
+    return Error{"body: " + std::to_string(batch.count()) + " events; at most " +
+                 std::to_string(kMaxEventsPerBatch) + " are allowed per request"};
   }
-  std::vector<ValidEvent> events;
-  events.reserve(doc.Size());
-  for (rapidjson::SizeType i = 0; i < doc.Size(); ++i) {
-    Result<ValidEvent> e = ValidateEvent(doc[i]);
-    if (!e) return Error{"events[" + std::to_string(i) + "]: " + e.error().message};
-    events.push_back(std::move(e).value());
-  }
-  return events;
+  if (!batch.first_error().empty()) return Error{batch.first_error()};
+  return std::move(batch.events());
 }
 
 Result<int64_t> ParseEntryIndex(std::string_view s) {

@@ -29,17 +29,12 @@ namespace ix {
 // A result file's body (PUT /v1/results/...) is at most this long.
 inline constexpr size_t kMaxResultBytes = size_t{64} << 20;
 
-// One event that passed every check. Invariant: the fields hold what the
-// protocol allows, and `body` is the whole event as compact JSON (valid
-// UTF-8, at most kMaxEventBytes), the fields above included.
-struct ValidEvent {
-  std::string id;     // "STEP:SEQ"
-  std::string event;  // [a-z_]{1,32}
-  std::string step;   // 1..64 bytes
-  double time = 0;    // unix seconds
-  std::optional<std::string> sweep;
-  std::optional<int64_t> entry;  // >= 0
-  std::optional<std::string> node;
+// One event that passed every check: its protocol fields (EventFields: id,
+// event, step, time, optional sweep, entry, node) and the whole event.
+// Invariant: the fields hold what the protocol allows, and `body` is the
+// whole event as compact JSON (valid UTF-8, at most kMaxEventBytes, numbers
+// as the agent wrote them), the fields included.
+struct ValidEvent : EventFields {
   std::string body;
 };
 

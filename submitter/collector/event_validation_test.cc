@@ -65,6 +65,18 @@ TEST(EventBatch, TheBodyIsCompactJson) {
   EXPECT_EQ(r.value()[0].body, R"({"id":"a:1","event":"ready","step":"s","time":2})");
 }
 
+TEST(EventBatch, NumbersAreStoredAsTheAgentWroteThem) {
+  // Each would change by an ulp if it were read and printed again
+  // (fuzz/collector_batch_fuzz).
+  const std::string event =
+      R"({"id":"a:1","event":"ready","step":"s","time":1764691740.1234567,"x":[-218446744073709571615,1e-400,-0]})";
+  Result<std::vector<ValidEvent>> r = One(event);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r.value()[0].body, event);
+  EXPECT_EQ(r.value()[0].time, 1764691740.1234567);
+  EXPECT_EQ(ErrorOf(With("x", "1.7976931348623159e308")), "events[0]: x: holds a number beyond the range of a double");
+}
+
 TEST(EventBatch, AnEmptyArrayIsAnEmptyBatch) {
   Result<std::vector<ValidEvent>> r = ParseEventBatch("[]");
   ASSERT_TRUE(r);
@@ -86,6 +98,22 @@ TEST(EventBatch, RefusesInvalidUtf8) {
   Result<std::vector<ValidEvent>> r = One(With("note", "\"\xff\xfe\""));
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("not valid JSON"), std::string::npos) << r.error().message;
+}
+
+TEST(EventBatch, TheWholeBodysProblemsComeBeforeAnyEventsOwn) {
+  const std::string bad = Replacing("time", "\"now\"");
+  EXPECT_NE(ErrorOf(bad + "] x").find("body: not valid JSON"), std::string::npos);
+  std::string many = "[" + bad;
+  for (int i = 0; i < 1000; ++i) many += std::string(",") + kGood;
+  EXPECT_EQ(ParseEventBatch(many + "]").error().message, "body: 1001 events; at most 1000 are allowed per request");
+  EXPECT_EQ(ParseEventBatch("{\"events\":[" + bad + "]}").error().message, "body: must be a JSON array of events");
+}
+
+TEST(EventBatch, RefusesAnEscapedUnpairedSurrogate) {
+  // Valid JSON, but RapidJSON would store bytes that are not UTF-8.
+  EXPECT_EQ(ErrorOf(With("note", R"("\udc00")")),
+            "events[0]: note: holds a string that is not UTF-8 (an escaped unpaired surrogate)");
+  EXPECT_TRUE(One(With("note", R"("\ud83d\ude00")")));
 }
 
 TEST(EventBatch, OneBadEventFailsTheBatchAndIsNamed) {
