@@ -411,8 +411,14 @@ GpuSnapshot NvmlSampler::Sample() {
     s.name = g.name;
     s.unix_time = now;
     std::bitset<kReadingCount> got;
-    ReadBatch(g, s, got, problems);
-    ReadSingles(g, s, got, problems);
+    std::vector<std::string> gpu_problems;
+    ReadBatch(g, s, got, gpu_problems);
+    ReadSingles(g, s, got, gpu_problems);
+    // A lost GPU fails every call: its first failure says enough.
+    if (!gpu_problems.empty()) {
+      const size_t more = gpu_problems.size() - 1;
+      problems.push_back(gpu_problems[0] + (more ? " (and " + std::to_string(more) + " more calls)" : ""));
+    }
     if (g.xid_registered) s.xid_events = g.xids;
     snap.gpus.push_back(std::move(s));
   }

@@ -308,6 +308,22 @@ TEST_F(NvmlSamplerTest, WithoutEventsXidIsUnsetAndTheRestIsRead) {
   EXPECT_EQ(s.gpus[0].power_watts, 80.0);
 }
 
+TEST_F(NvmlSamplerTest, ALostGpuHasNoReadingsAndOneLineInTheDetail) {
+  const GpuSnapshot s = Open("gpus 3\nlost 1\n")->Sample();
+  EXPECT_EQ(s.state, "ok");
+  ASSERT_EQ(s.gpus.size(), 3u);
+  EXPECT_EQ(s.gpus[0].power_watts, 80.0);
+  EXPECT_EQ(s.gpus[2].temperature_celsius, 30u);
+  const GpuSample& lost = s.gpus[1];
+  EXPECT_EQ(lost.index, 1u);
+  EXPECT_EQ(lost.uuid, "");  // lost before it was opened: no UUID either
+  EXPECT_FALSE(lost.power_watts || lost.energy_joules || lost.temperature_celsius || lost.sm_clock_mhz ||
+               lost.memory_clock_mhz || lost.gpu_utilization_percent || lost.memory_used_bytes ||
+               lost.ecc_corrected_errors || lost.ecc_uncorrected_errors);
+  // The batch, then the nine single calls (both clocks, both ECC counts).
+  EXPECT_EQ(s.detail, "GPU 1: nvmlDeviceGetFieldValues failed: GPU is lost (and 9 more calls)");
+}
+
 TEST_F(NvmlSamplerTest, NoGpusIsOkAndEmpty) {
   const GpuSnapshot s = Open("gpus 0\n")->Sample();
   EXPECT_EQ(s.state, "ok");

@@ -29,6 +29,8 @@
 //   not_supported FUNCTION... these per-GPU NVML functions answer
 //                             NOT_SUPPORTED (nvmlDeviceGetMemoryInfo_v2: an
 //                             older driver's answer)
+//   lost GPU...               every call about these GPUs (by handle)
+//                             answers GPU_IS_LOST, as after falling off the bus
 //   fail_init                 nvmlInit_v2 answers DRIVER_NOT_LOADED
 //
 // Without IX_FAKE_NVML_SCRIPT: 8 idle GPUs. A bad line makes nvmlInit_v2
@@ -111,6 +113,7 @@ struct Script {
   bool events = true;
   bool fail_init = false;
   std::set<std::string> not_supported;  // NVML function names
+  std::set<unsigned> lost;               // GPUs
 };
 
 double MonotonicSeconds() {
@@ -169,11 +172,11 @@ bool ParseLine(const std::string& line, Script& out, std::string& why) {
     out.xids.push_back(x);
   } else if ((key == "field_values" || key == "ecc" || key == "events") && (in >> rest) && rest == "off") {
     (key == "field_values" ? out.field_values : key == "ecc" ? out.ecc : out.events) = false;
-  } else if (key == "unsupported") {
+  } else if (key == "unsupported" || key == "lost") {
     unsigned id = 0;
-    while (in >> id) out.unsupported.insert(id);
+    while (in >> id) (key == "lost" ? out.lost : out.unsupported).insert(id);
     if (!in.eof()) {
-      why = "expected field ids";
+      why = key == "lost" ? "expected GPU indices" : "expected field ids";
       return false;
     }
   } else if (key == "not_supported" && (in >> rest)) {
@@ -303,6 +306,7 @@ nvmlReturn_t OnGpu(const char* name, nvmlDevice_t device, Read read) {
   auto lock = Enter(name);
   nvmlReturn_t rc = kSuccess;
   const std::optional<unsigned> gpu = Gpu(S(), device, rc);
+  if (gpu && S().script.lost.count(*gpu)) return kErrorGpuIsLost;
   if (gpu && S().script.not_supported.count(name)) return kErrorNotSupported;
   return gpu ? read(*gpu) : rc;
 }
