@@ -46,7 +46,7 @@ bool ListenAddress(std::string_view v) {
   const size_t colon = v.rfind(':');
   if (colon == v.npos) return false;
   uint64_t port = 0;
-  if (!ParseUnsigned(v.substr(colon + 1), port) || port < 1 || port > 65535) return false;
+  if (!ParseUnsigned(v.substr(colon + 1), port) || port > 65535) return false;  // 0: any free port
   std::string_view addr = v.substr(0, colon);
   int family = AF_INET;
   if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') {
@@ -90,7 +90,7 @@ const std::vector<KeyDef>& KeyDefs() {
         "PEM certificates to verify an https:// collector by (default: the system's)"},
        [](AgentConfig& c, std::string_view v) { return StoreIf(AbsolutePath(v), c.ca_file, v); }},
       {{"metrics-listen", "ADDR:PORT",
-        "ADDR:PORT with an IPv4 address or a bracketed IPv6 address ([::1]) and a port from 1 to 65535",
+        "ADDR:PORT with an IPv4 address or a bracketed IPv6 address ([::1]) and a port from 0 to 65535 (0: any free one)",
         "where Prometheus /metrics is served (default 127.0.0.1:9477)"},
        [](AgentConfig& c, std::string_view v) { return StoreIf(ListenAddress(v), c.metrics_listen, v); }},
       {{"hang-after", "SECONDS", "a whole number of seconds from 1 to 86400",

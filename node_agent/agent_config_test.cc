@@ -93,8 +93,9 @@ TEST(AgentConfig, ValuesOutsideWhatAKeyAllowsAreRefused) {
   ExpectRefused("token-file", "token", "an absolute path");
 
   const std::string listen =
-      "ADDR:PORT with an IPv4 address or a bracketed IPv6 address ([::1]) and a port from 1 to 65535";
-  for (const char* v : {"127.0.0.1", "localhost:9477", "127.0.0.1:0", "127.0.0.1:65536", "::1:9477", "[::1]",
+      "ADDR:PORT with an IPv4 address or a bracketed IPv6 address ([::1]) and a port from 0 to 65535 (0: any free "
+      "one)";
+  for (const char* v : {"127.0.0.1", "localhost:9477", "127.0.0.1:65536", "::1:9477", "[::1]",
                         ":9477", "1.2.3:9477"}) {
     ExpectRefused("metrics-listen", v, listen);
   }
@@ -113,6 +114,7 @@ TEST(AgentConfig, TheLimitsThemselvesAreAllowed) {
   EXPECT_EQ(SetAgentConfigKey(c, "hang-after", "1"), "");
   EXPECT_EQ(SetAgentConfigKey(c, "socket", "/" + std::string(106, 'a')), "");
   EXPECT_EQ(SetAgentConfigKey(c, "metrics-listen", "0.0.0.0:65535"), "");
+  EXPECT_EQ(SetAgentConfigKey(c, "metrics-listen", "127.0.0.1:0"), "");  // any free port
   EXPECT_EQ(SetAgentConfigKey(c, "collector", "http://[fd00::1]:8080"), "");
   EXPECT_EQ(c.interval_s, 3600);
   EXPECT_EQ(c.collector, "http://[fd00::1]:8080");

@@ -1,12 +1,13 @@
-// ix-node-agent: the per-node agent. Built so far: the configuration
-// (--check) and one sample of the node (--once --json); the daemon loop is
-// not, and the program says so instead of pretending to run.
+// ix-node-agent: the per-node agent (docs/AGENT.md). Checks its
+// configuration (--check), prints one sample of the node (--once --json),
+// or runs as the daemon (agent_program.h).
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "node_agent/agent_config.h"
+#include "node_agent/agent_program.h"
 #include "node_agent/node_sample.h"
 #include "node_agent/nvml_sampler.h"
 
@@ -34,6 +35,5 @@ int main(int argc, char** argv) {
     std::cout << ix::NodeSampleToJson(ix::TakeNodeSample(sources), true) << "\n";
     return 0;
   }
-  std::cerr << "ix-node-agent: the daemon loop is not built yet; use --once or --check\n";
-  return 2;
+  return ix::RunAgentProgram(line.config);
 }

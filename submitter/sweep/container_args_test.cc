@@ -166,6 +166,14 @@ TEST(StepSrunArgv, ContainerByDefaultHostWithNoContainer) {
                                       "--no-container-mount-home", "--container-workdir=/sw/results/2",
                                       "--no-container-entrypoint", "--inferencex-recipe=r", "--inferencex-arm=dep4",
                                       "--inferencex-conc=64", "aiperf", "profile", "--x"}));
+  // Results on the node: the container mounts and works in the node's
+  // directory, where IX_RESULT_DIR points.
+  m.stream.node_result_dir = "/local";
+  m.sweep_id = "sw-1";
+  const std::vector<std::string> node = StepSrunArgv(m, m.plan.entries[2], nowhere);
+  EXPECT_EQ(node[4], "--container-mounts=/models/m:/models/m,/local/sw-1/2:/local/sw-1/2");
+  EXPECT_EQ(node[6], "--container-workdir=/local/sw-1/2");
+  m.stream.node_result_dir.clear();
   // An entry without an image runs on the host.
   m.plan.entries[2].image.clear();
   EXPECT_EQ(StepSrunArgv(m, m.plan.entries[2], nowhere), host);

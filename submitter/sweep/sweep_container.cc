@@ -74,7 +74,7 @@ std::vector<std::string> DescribeImages(const SweepManifest& m, const PathExists
 std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists) {
   std::vector<std::string> argv = {"srun", "--ntasks=1", "--gres=gpu:" + std::to_string(e.gpus)};
   if (m.container.enabled && !e.image.empty()) {
-    for (std::string& a : ContainerSrunArgs(m.container, e.image, e.model_path, ResultDir(m, e.index), exists)) {
+    for (std::string& a : ContainerSrunArgs(m.container, e.image, e.model_path, TaskResultDir(m, e.index), exists)) {
       argv.push_back(std::move(a));
     }
   }
