@@ -9,13 +9,13 @@
 // collector (ParseEventBatch of a batch of it); or changes when it is
 // stamped again with the same sender and node.
 #include <rapidjson/document.h>
-#include <rapidjson/memorystream.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "fuzz/event_check.h"
 #include "fuzz/fuzz_util.h"
 #include "node_agent/event_socket.h"
 #include "submitter/collector/event_validation.h"
@@ -49,14 +49,7 @@ void CheckSenderAndNode(const rapidjson::Document& doc, const std::string& out) 
 
 // The collector takes the stamped event as it is.
 void CheckCollectorStores(const std::string& out) {
-  ix::EventChecker checker(ix::EventStage::kStamped);
-  rapidjson::BaseReaderHandler<> sink;
-  ix::CheckedEventHandler<rapidjson::BaseReaderHandler<>> handler(checker, sink);
-  rapidjson::MemoryStream stream(out.data(), out.size());
-  rapidjson::Reader reader;
-  ixfuzz::Check(reader.Parse<ix::kEventParseFlags>(stream, handler) && checker.done(),
-                "a stamped event breaks the rules (" + checker.problem().field + ": " + checker.problem().rule +
-                    "): " + out);
+  ixfuzz::CheckStampedEvent(out, "a stamped event");
   ix::Result<std::vector<ix::ValidEvent>> batch = ix::ParseEventBatch("[" + out + "]");
   ixfuzz::Check(batch.ok(), "the collector refuses a stamped event: " + (batch ? "" : batch.error().message));
   ixfuzz::Check(batch.value().size() == 1 && batch.value()[0].body == out,
@@ -74,7 +67,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const std::string& out = stamped.value();
-  ixfuzz::Check(out.size() <= ix::kMaxEventBytes, "a stamped event over the limit: " + std::to_string(out.size()));
   rapidjson::Document doc;  // numbers as values here, to read the sender's ids
   doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(out.data(), out.size());
   ixfuzz::Check(!doc.HasParseError() && doc.IsObject(), "a stamped event that is not a JSON object: " + out);

@@ -10,31 +10,21 @@
 // is not a protocol name, holds a '/' or NUL or is "." or "..", or whose
 // entry is negative, or that does not come back from its own path.
 #include <rapidjson/document.h>
-#include <rapidjson/memorystream.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "fuzz/event_check.h"
 #include "fuzz/fuzz_util.h"
 #include "submitter/collector/event_validation.h"
 
 namespace {
 
 std::string StringOf(const rapidjson::Value& v) { return {v.GetString(), v.GetStringLength()}; }
-
-void CheckRules(const std::string& body) {
-  ix::EventChecker checker(ix::EventStage::kStamped);
-  rapidjson::BaseReaderHandler<> sink;
-  ix::CheckedEventHandler<rapidjson::BaseReaderHandler<>> handler(checker, sink);
-  rapidjson::MemoryStream stream(body.data(), body.size());
-  rapidjson::Reader reader;
-  ixfuzz::Check(reader.Parse<ix::kEventParseFlags>(stream, handler) && checker.done(),
-                "a stored event breaks the rules (" + checker.problem().field + ": " + checker.problem().rule +
-                    "): " + body);
-  ixfuzz::Check(ix::CheckEventSize(body.size()).ok(), "a stored event over the limit: " + body);
-}
 
 // The fields stored beside the body are the body's.
 void CheckFields(const ix::ValidEvent& e) {
@@ -46,7 +36,13 @@ void CheckFields(const ix::ValidEvent& e) {
   ixfuzz::Check(e.sweep.has_value() == d.HasMember("sweep") && (!e.sweep || ix::IsValidSweepId(*e.sweep)) &&
                     (!e.sweep || StringOf(d["sweep"]) == *e.sweep),
                 "the sweep stored apart from the body: " + e.body);
-  ixfuzz::Check(e.entry.has_value() == d.HasMember("entry") && (!e.entry || *e.entry >= 0),
+  // Numbers are their text in `d` (kEventParseFlags).
+  const std::string time = StringOf(d["time"]);
+  double t = 0;
+  std::from_chars(time.data(), time.data() + time.size(), t);
+  ixfuzz::Check(t == e.time && std::isfinite(e.time), "the time stored apart from the body: " + e.body);
+  ixfuzz::Check(e.entry.has_value() == d.HasMember("entry") && (!e.entry || *e.entry >= 0) &&
+                    (!e.entry || std::stoll(StringOf(d["entry"])) == *e.entry),
                 "the entry stored apart from the body: " + e.body);
   ixfuzz::Check(e.node.has_value() == d.HasMember("node") &&
                     (!e.node || (!e.node->empty() && e.node->size() <= ix::kMaxNodeBytes)),
@@ -58,7 +54,7 @@ void CheckBatch(std::string_view body) {
   if (!batch) return;
   ixfuzz::Check(batch.value().size() <= ix::kMaxEventsPerBatch, "a batch over the limit");
   for (const ix::ValidEvent& e : batch.value()) {
-    CheckRules(e.body);
+    ixfuzz::CheckStampedEvent(e.body, "a stored event");
     CheckFields(e);
     ix::Result<std::vector<ix::ValidEvent>> again = ix::ParseEventBatch("[" + e.body + "]");
     ixfuzz::Check(again.ok(), "a stored event refused when it comes again: " + e.body);
