@@ -136,6 +136,12 @@ void AddFinite(std::optional<double>& sum, double v) {
   if (std::isfinite(v)) sum = sum.value_or(0) + v;
 }
 
+// A sum of finite samples can still overflow to infinity, which equals
+// itself: a counter that "stood still" would fake a hang. No evidence.
+std::optional<double> FiniteOrUnset(std::optional<double> v) {
+  return v && std::isfinite(*v) ? v : std::nullopt;
+}
+
 }  // namespace
 
 std::optional<double> SumPrometheusSamples(std::string_view text, std::string_view metric_name) {
@@ -143,7 +149,7 @@ std::optional<double> SumPrometheusSamples(std::string_view text, std::string_vi
   ForEachSample(text, [&](std::string_view name, double v) {
     if (name == metric_name) AddFinite(sum, v);
   });
-  return sum;
+  return FiniteOrUnset(sum);
 }
 
 EngineReading ParseEngineMetrics(std::string_view text) {
@@ -152,6 +158,8 @@ EngineReading ParseEngineMetrics(std::string_view text) {
     if (name == kVllmRequestsRunning) AddFinite(r.requests_running, v);
     if (name == kVllmGenerationTokens) AddFinite(r.generation_tokens, v);
   });
+  r.requests_running = FiniteOrUnset(r.requests_running);
+  r.generation_tokens = FiniteOrUnset(r.generation_tokens);
   return r;
 }
 
@@ -168,6 +176,8 @@ EngineReading CombineReadings(const std::vector<EngineReading>& engines) {
     if (running_known) sum.requests_running = sum.requests_running.value_or(0) + *e.requests_running;
     if (tokens_known) sum.generation_tokens = sum.generation_tokens.value_or(0) + *e.generation_tokens;
   }
+  sum.requests_running = FiniteOrUnset(sum.requests_running);
+  sum.generation_tokens = FiniteOrUnset(sum.generation_tokens);
   return sum;
 }
 

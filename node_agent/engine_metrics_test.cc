@@ -82,6 +82,21 @@ TEST(EngineMetrics, NanAndInfinitiesAreNoEvidence) {
   EXPECT_FALSE(SumPrometheusSamples("m +Inf\nm -Inf\n", "m").has_value());
 }
 
+// Finite samples whose sum overflows: infinity equals itself, so a counter
+// read as +Inf twice would look stalled (found by engine_metrics_fuzz).
+TEST(EngineMetrics, ASumThatOverflowsIsNoEvidence) {
+  const std::string big = "vllm:generation_tokens_total{e=\"a\"} 1.7976931348623157e+308\n"
+                          "vllm:generation_tokens_total{e=\"b\"} 1.7976931348623157e+308\n";
+  EXPECT_FALSE(ParseEngineMetrics(big).generation_tokens.has_value());
+  EXPECT_FALSE(SumPrometheusSamples(big, kVllmGenerationTokens).has_value());
+  EngineReading one;
+  one.generation_tokens = 1.7976931348623157e+308;
+  one.requests_running = 1;
+  const EngineReading both = CombineReadings({one, one});
+  EXPECT_FALSE(both.generation_tokens.has_value());
+  EXPECT_EQ(both.requests_running, 2);
+}
+
 TEST(EngineMetrics, ValueSpellings) {
   EXPECT_EQ(SumPrometheusSamples("m +3\n", "m"), 3);
   EXPECT_EQ(SumPrometheusSamples("m -2.5\n", "m"), -2.5);
