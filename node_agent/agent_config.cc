@@ -178,11 +178,14 @@ std::vector<std::string> CheckAgentConfig(const AgentConfig& config) {
 namespace {
 
 const char kUsage[] =
-    "Usage: ix-node-agent [--config FILE] [--check] [--once --json] [flags]\n"
+    "Usage: ix-node-agent [--config FILE] [flags]          run the agent\n"
+    "       ix-node-agent --check [--config FILE] [flags]  validate the configuration\n"
+    "       ix-node-agent --once --json                    print one sample of this node\n"
     "\n"
-    "The inferencex node agent. Built so far: one sample of this node (NUMA\n"
-    "memory, /dev/shm, whether NVML loads) with --once --json, and --check.\n"
-    "The daemon loop (events, spool, collector, metrics) is not built yet.\n"
+    "The inferencex node agent: receives the steps' events on its socket, samples\n"
+    "the node and its GPUs (NVML) every interval, writes each step's\n"
+    "gpu_metrics.csv, serves Prometheus /metrics and delivers everything to the\n"
+    "collector from its spool. Stops on SIGTERM or SIGINT.\n"
     "\n"
     "The config file has the long flags' keys, one 'key = value' a line;\n"
     "flags override it.\n"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/base/json_text.h"
+#include "core/base/paths.h"
 #include "core/base/proc_fs.h"
 #include "node_agent/delivery.h"
 #include "node_agent/destinations.h"
@@ -130,6 +131,9 @@ class AgentLoop {
 };
 
 Status AgentLoop::Start() {
+  // Made at once, so a spool that cannot be is an error at the start, not
+  // at the first route.
+  if (Status made = MakeDirs(config_.spool, 0700, 0755, "the spool"); !made) return made;
   std::string token;
   if (!config_.collector.empty()) {
     Result<std::string> t = ReadTokenFile(config_.token_file);

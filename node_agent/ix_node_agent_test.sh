@@ -3,7 +3,9 @@
 # /sys/devices/system/node/*/meminfo (totals equal, free within a
 # tolerance, since memory moves between the two reads) and statvfs of
 # /dev/shm; --check says 'configuration ok' for a good file and lists every
-# problem of a bad one; misuse and the unbuilt daemon loop exit 2. With
+# problem of a bad one; misuse exits 2; the daemon starts, says where it
+# listens, stops on SIGTERM (exit 0) and refuses a socket path taken by
+# another live agent (exit 1). With
 # IX_NVML_LIBRARY pointing at tests/fakes' libnvidia-ml.so.1, --once --json
 # lists the fake's GPUs with their readings.
 # Usage: ix_node_agent_test.sh IX_NODE_AGENT FAKE_LIBNVIDIA_ML
@@ -118,17 +120,26 @@ out=$("$agent" --config "$dir/good.conf" --interval 0 --check 2>&1) && fail "--i
 [[ $out == *"--interval: expected a whole number of seconds from 1 to 3600, got '0'"* ]] || fail "flag: $out"
 "$agent" --config "$dir/bad.conf" --once --json >/dev/null 2>&1 && fail "--once ran with a bad config"
 
-# --help lists every flag; misuse and the daemon loop exit 2.
+# --help lists every flag; misuse exits 2.
 help=$("$agent" --help) || fail "--help failed"
 for flag in --config --check --once --json --socket --interval --spool --collector --token-file \
-            --metrics-listen --hang-after; do
+            --ca-file --metrics-listen --hang-after; do
   [[ $help == *"$flag"* ]] || fail "--help lacks $flag"
 done
 "$agent" --bogus >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "--bogus: not exit 2"
 "$agent" --once >/dev/null 2>&1; [[ $? -eq 2 ]] || fail "--once without --json: not exit 2"
-out=$("$agent" --config "$dir/good.conf" 2>&1); rc=$?
-[[ $rc -eq 2 && $out == "ix-node-agent: the daemon loop is not built yet; use --once or --check" ]] \
-  || fail "daemon loop: exit $rc: $out"
+
+# The daemon: up, a second one on the same socket refused, SIGTERM ends it.
+daemon=(--config /dev/null --socket "$dir/agent.sock" --spool "$dir/spool" --metrics-listen 127.0.0.1:0)
+"$agent" "${daemon[@]}" 2>"$dir/daemon.log" &
+pid=$!
+for _ in $(seq 50); do grep -q "listening on $dir/agent.sock" "$dir/daemon.log" && break; sleep 0.1; done
+grep -q "listening on $dir/agent.sock" "$dir/daemon.log" || fail "daemon did not start: $(cat "$dir/daemon.log")"
+out=$("$agent" "${daemon[@]}" 2>&1); rc=$?
+[[ $rc -eq 1 && $out == *"$dir/agent.sock"* ]] || fail "second daemon on the same socket: exit $rc: $out"
+kill -TERM "$pid"; wait "$pid"; rc=$?
+[[ $rc -eq 0 ]] || fail "SIGTERM: exit $rc: $(cat "$dir/daemon.log")"
+[[ $(stat -c %a "$dir/spool" 2>/dev/null) == 700 ]] || fail "spool mode: $(stat -c %a "$dir/spool" 2>&1)"
 
 [[ $failures -eq 0 ]] || exit 1
 echo "ix-node-agent: all checks passed"
