@@ -158,8 +158,10 @@ void AgentLoop::Special(const EventHead& h, ReceivedDatagram& d, const std::stri
     Result<TelemetryRequest> r = ParseTelemetryEvent(stamped);
     if (!r) return Log(r.error().message);
     r.value().uid = d.uid;
+    const std::string step = r.value().step;
     Status added = watch_.Add(r.value(), ProcessId{d.pid, LiveStartTime(d.pid)}, std::move(d.fd));
-    if (!added) Log(added.error().message);
+    if (!added) return Log(added.error().message);
+    watch_.WriteNow(step, hooks_.sample_gpus());
   } else if (h.event == "finished") {
     if (watch_.Watching(h.step)) watch_.Finish(h.step, hooks_.sample_gpus());
   }

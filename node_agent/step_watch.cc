@@ -120,6 +120,11 @@ void StepWatch::WriteRows(Watched& w, const GpuSnapshot& gpus) {
   w.written += text.size();
 }
 
+void StepWatch::WriteNow(const std::string& step, const GpuSnapshot& gpus) {
+  auto it = steps_.find(step);
+  if (it != steps_.end()) WriteRows(it->second, gpus);
+}
+
 void StepWatch::Sample(const GpuSnapshot& gpus, const std::vector<ProcessInfo>& processes, uint64_t page_bytes,
                        double ticks_per_second) {
   for (auto& [step, w] : steps_) {

@@ -74,6 +74,9 @@ class StepWatch {
   bool Watching(const std::string& step) const { return steps_.count(step) > 0; }
   size_t size() const { return steps_.size(); }
 
+  // Appends `step`'s rows from `gpus` now: at its start, so that the first
+  // sample precedes the benchmark however soon it begins.
+  void WriteNow(const std::string& step, const GpuSnapshot& gpus);
   // Appends each step's GPUs' rows from `gpus` and measures its tree.
   void Sample(const GpuSnapshot& gpus, const std::vector<ProcessInfo>& processes, uint64_t page_bytes,
               double ticks_per_second);

@@ -84,6 +84,7 @@ TEST(StepWatch, WritesTheHeaderOnceAndOnlyTheStepsGpus) {
   r.step = "9.0";
   r.gpus = {1, 3};
   ASSERT_TRUE(w.Add(r, ProcessId{::getpid(), LiveStartTime(::getpid())}, f.Open()).ok());
+  w.WriteNow("9.0", Gpus(999.5, {0, 1, 2, 3}));
   w.Sample(Gpus(1000.0, {0, 1, 2, 3}), {}, 4096, 100);
   w.Sample(Gpus(1001.0, {0, 1, 2, 3}), {}, 4096, 100);
   EXPECT_TRUE(w.Finish("9.0", Gpus(1001.5, {0, 1, 2, 3})));
@@ -91,7 +92,7 @@ TEST(StepWatch, WritesTheHeaderOnceAndOnlyTheStepsGpus) {
   const std::string text = f.Text();
   EXPECT_EQ(text.rfind(GpuMetricsCsvHeader(), 0), 0u) << text;
   EXPECT_EQ(text.find(GpuMetricsCsvHeader(), 1), std::string::npos) << text;
-  EXPECT_EQ(Lines(text), 1u + 3 * 2);  // the header, three samples of two GPUs
+  EXPECT_EQ(Lines(text), 1u + 4 * 2);  // the header, four samples of two GPUs
   EXPECT_FALSE(w.Finish("9.0", Gpus(1002, {1})));  // no longer watched
 }
 

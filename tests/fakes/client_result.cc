@@ -15,6 +15,10 @@ void put(JsonWriter& w, const char* key, int v) {
   w.Key(key);
   w.Int(v);
 }
+void put(JsonWriter& w, const char* key, int64_t v) {
+  w.Key(key);
+  w.Int64(v);
+}
 void put(JsonWriter& w, const char* key, double v) {
   w.Key(key);
   w.Double(v);
@@ -47,6 +51,7 @@ void write_record(JsonWriter& w, const Record& r) {
   put(w, "rank", r.rank);
   put(w, "status", r.status);
   put(w, "completion_tokens", r.completion_tokens);
+  put(w, "prompt_tokens", r.prompt_tokens);
   if (!r.error.empty()) put(w, "error", r.error);
   w.EndObject();
 }
@@ -113,7 +118,16 @@ Summary summarize(const std::vector<Record>& records) {
 }
 
 std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
-                        double wall_s) {
+                        double start_unix, double end_unix) {
+  const double wall_s = end_unix - start_unix;
+  int completed = 0;
+  long input_tokens = 0, output_tokens = 0;
+  for (const Record& r : records) {
+    if (!r.error.empty()) continue;
+    ++completed;
+    input_tokens += r.prompt_tokens;
+    output_tokens += r.completion_tokens;
+  }
   rapidjson::StringBuffer sb;
   JsonWriter w(sb);
   w.SetIndent(' ', 2);
@@ -125,6 +139,14 @@ std::string result_json(const Config& cfg, const std::vector<Record>& records, c
   put(w, "concurrency", cfg.concurrency);
   put(w, "stream", cfg.stream);
   put(w, "x_session_id_header", true);
+  put(w, "model_id", cfg.model);
+  put(w, "max_concurrency", cfg.concurrency);
+  put(w, "benchmark_start_time_unix", start_unix);
+  put(w, "benchmark_end_time_unix", end_unix);
+  put(w, "duration", wall_s);
+  put(w, "completed", completed);
+  put(w, "total_input_tokens", static_cast<int64_t>(input_tokens));
+  put(w, "total_output_tokens", static_cast<int64_t>(output_tokens));
   w.Key("requests");
   w.StartArray();
   for (const auto& r : records) write_record(w, r);

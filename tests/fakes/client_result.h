@@ -24,6 +24,7 @@ struct Record {
   int status = 0;  // HTTP status; 0 when no response came
   std::string error;
   int completion_tokens = 0;
+  int prompt_tokens = 0;
 };
 
 // What the result's summary says of the records. session_ranks holds -1 for
@@ -42,8 +43,11 @@ struct Summary {
 
 Summary summarize(const std::vector<Record>& records);
 
-// The result file's text: the run's settings, the records, the summary.
+// The result file's text: the run's settings, the records, the summary,
+// and the fields of benchmark_serving.py's result that InferenceX's
+// aggregate_power.py reads: the benchmark window (`start_unix` to
+// `end_unix`), `duration`, `completed` and the token totals.
 std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
-                        double wall_s);
+                        double start_unix, double end_unix);
 
 }  // namespace ixfake::client

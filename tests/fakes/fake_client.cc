@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -86,10 +87,10 @@ std::optional<int> rank_of(const rapidjson::Document& d) {
 }
 
 void read_usage(const rapidjson::Document& d, Record& rec) {
-  if (d.HasMember("usage") && d["usage"].IsObject() && d["usage"].HasMember("completion_tokens") &&
-      d["usage"]["completion_tokens"].IsInt()) {
-    rec.completion_tokens = d["usage"]["completion_tokens"].GetInt();
-  }
+  if (!d.HasMember("usage") || !d["usage"].IsObject()) return;
+  const rapidjson::Value& u = d["usage"];
+  if (u.HasMember("completion_tokens") && u["completion_tokens"].IsInt()) rec.completion_tokens = u["completion_tokens"].GetInt();
+  if (u.HasMember("prompt_tokens") && u["prompt_tokens"].IsInt()) rec.prompt_tokens = u["prompt_tokens"].GetInt();
 }
 
 // The body of one answer as it arrives: kept whole when not streaming (or
@@ -305,11 +306,17 @@ int main(int argc, char** argv) {
                cfg.model.c_str(), cfg.sessions, cfg.turns, cfg.concurrency, cfg.stream ? "streaming" : "not streaming",
                cfg.aiperf_session_header_var ? "" : " (X-Session-ID is sent even without AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID=1)");
 
-  double t0 = now_s();
+  // The benchmark window in unix time, as benchmark_serving.py records it
+  // (power telemetry is matched against it); latencies use the steady clock.
+  const auto unix_now = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  const double t0 = unix_now();
   std::vector<Record> records = run_sessions(cfg);
-  double wall = now_s() - t0;
+  const double t1 = unix_now();
+  const double wall = t1 - t0;
   Summary summary = summarize(records);
-  if (std::string err = ixfake::write_file_atomic(cfg.out, result_json(cfg, records, summary, wall)); !err.empty()) {
+  if (std::string err = ixfake::write_file_atomic(cfg.out, result_json(cfg, records, summary, t0, t1)); !err.empty()) {
     std::fprintf(stderr, "ix-fake-client: cannot write the result: %s\n", err.c_str());
     return 1;
   }

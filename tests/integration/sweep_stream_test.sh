@@ -91,6 +91,12 @@ for ((i = 0; i < n; i++)); do
   if ((nvml)); then
     head -1 "$r/gpu_metrics.csv" | grep -q '^timestamp' || fail "entry $i: gpu_metrics.csv has no header"
     [[ $(wc -l <"$r/gpu_metrics.csv") -ge 2 ]] || fail "entry $i: gpu_metrics.csv has no rows"
+    # InferenceX's rules for a valid power measurement (aggregate_power.py's
+    # power_valid), for the entry's GPUs over its client's benchmark window.
+    gpus=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["entries"][int(sys.argv[2])]["gpus"])' \
+      "$tmp/ok/sweep.json" "$i")
+    "$(dirname "$0")/power_check.py" "$r/gpu_metrics.csv" "$r/result.json" "$gpus" >"$tmp/power.$i" 2>&1 ||
+      fail "entry $i: $(cat "$tmp/power.$i"); csv: $(head -3 "$r/gpu_metrics.csv"; tail -2 "$r/gpu_metrics.csv"); window: $(grep -o "\"benchmark_[a-z_]*\": [0-9.]*" "$r/result.json" | tr "\n" " ")"
   fi
 done
 "$IXSUBMIT" status --db "$db" "$id" >"$tmp/ok.status" 2>&1
