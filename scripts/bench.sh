@@ -21,3 +21,15 @@ echo
 echo "## Sweep submission (bench/sweep_bench.sh, $(nproc) cores; needs root: starts a private cluster)"
 echo
 "$repo/bench/sweep_bench.sh" "$repo/build" 5
+echo
+echo "## Collector ingest (bench/collector_bench.cc, $(nproc) cores)"
+echo
+"$repo/build/bench/collector_bench" "$repo/build/submitter/ixsubmit" 50000 5
+echo
+echo "## Node agent (bench/agent_bench.sh, $(nproc) cores; needs root: starts a private cluster)"
+echo
+"$repo/bench/agent_bench.sh" "$repo/build" 30
+echo
+echo "## GPU sample (bench/gpu_sample_bench.cc): on a machine with an NVIDIA GPU and nvidia-smi"
+echo
+if command -v nvidia-smi >/dev/null; then "$repo/build/bench/gpu_sample_bench" 50; else echo "(no nvidia-smi here: skipped)"; fi

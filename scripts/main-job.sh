@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # main-job.sh: the main job on the embedded default. Installs what is
 # needed, builds, starts the private local Slurm cluster with the plugin
-# loaded, runs a dep4 job step of the default recipe through it on the fake
-# engine, router and client, and prints the client's result and where
-# everything is. Run as root on Debian 12.
+# loaded and a node agent beside it, runs a dep4 job step of the default
+# recipe through it on the fake engine, router and client, then a sweep
+# whose results reach the sweep directory only through the agent and the
+# sweep's collector, and prints the client's result and where everything
+# is. Run as root on Debian 12.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo"
@@ -14,10 +16,21 @@ export IX_RECIPE_DIR=$repo/recipes
 # This machine has no GPUs: steps are placed on the HGX B300 node that the
 # fixture describes (plugstack.conf topology=), as a site can check a node
 # type offline.
-export IX_SPANK_ARGS="topology=$repo/tests/fixtures/topology/hgx-b300-4tib.xml memlock=keep"
+agent_dir=$out/agent
+export IX_SPANK_ARGS="topology=$repo/tests/fixtures/topology/hgx-b300-4tib.xml memlock=keep agent_socket=$agent_dir/agent.sock"
 
 scripts/bootstrap.sh
 scripts/build.sh "$repo/build"
+# The node agent (docs/AGENT.md), with tests/fakes' NVML standing in for 8
+# GPUs: events, gpu_metrics.csv, /metrics, delivery to the sweep's collector.
+if [[ -f $agent_dir/agent.pid ]]; then kill "$(cat "$agent_dir/agent.pid")" 2>/dev/null || true; fi
+rm -rf "$agent_dir" && mkdir -p "$agent_dir"
+printf 'gpus 8\nidle_watts 80\nbusy_watts 680\n' >"$agent_dir/nvml.script"
+IX_NVML_LIBRARY=$repo/build/tests/fakes/nvml/libnvidia-ml.so.1 IX_FAKE_NVML_SCRIPT=$agent_dir/nvml.script \
+  setsid build/node_agent/ix-node-agent --config /dev/null --socket "$agent_dir/agent.sock" --spool "$agent_dir/spool" \
+  --metrics-listen 127.0.0.1:0 >"$agent_dir/agent.log" 2>&1 </dev/null &
+echo $! >"$agent_dir/agent.pid"
+for _ in $(seq 100); do [[ -S $agent_dir/agent.sock ]] && break; sleep 0.1; done
 scripts/local-cluster.sh restart
 eval "$(scripts/local-cluster.sh env)"
 mkdir -p "$out"
@@ -42,7 +55,8 @@ rm -rf "$out/sweep" "$out/ix.db"*
 PATH=$repo/build/tests/fakes/bin:$PATH FAKE_VLLM_RECORD_DIR=$out/sweep-records \
   build/submitter/ixsubmit sweep full-sweep-fail-fast --config-files recipes/examples/dsv41flash-b300.yaml \
   --config-keys dsv41flash-fp4-b300-vllm-agentic-dspark --sweep-dir "$out/sweep" --db "$out/ix.db" \
-  --no-container -- ix-fake-client --sessions 8 --turns 3
+  --no-container --agent-socket "$agent_dir/agent.sock" --node-results "$out/node-results" \
+  -- ix-fake-client --sessions 8 --turns 3
 build/submitter/ixsubmit status --db "$out/ix.db" "$(build/submitter/ixsubmit status --db "$out/ix.db" | awk 'NR==2 {print $1}')" |
   tee "$out/sweep-status.txt"
 echo "== dep4 launch plan at concurrency 64"
@@ -53,14 +67,19 @@ cat <<MSG
 
 Results in $out:
   sweep/           the sweep: sweep.json (entries), *.sbatch, logs/ (%x_%A_%a.out), results/N/ (result.json,
-                   server.log, status.json per entry); sweep-status.txt is its table, ix.db its SQLite state
+                   server.log, gpu_metrics.csv, status.json per entry, delivered by the node agent to the
+                   sweep's collector); sweep-status.txt is its table, ix.db its SQLite state (and events:
+                   build/submitter/ixsubmit events --db $out/ix.db)
+  node-results/    where each entry's step wrote on the node (the sweep never reads it)
+  agent/           the node agent: agent.log, its spool; /metrics on the port agent.log names
   dep4-step/       the dep4 step: result.json (client), server.log, router.log,
                    plan.json (leased ports), placement.json (NUMA, CPUs), vllm-*.json (engine argv)
   dep4-c64.json    the dep4 launch plan (argv, env, ports, ranks, readiness)
   dep4-c64.txt     the same, readable
   srun-help.txt    the plugin's options as srun shows them
   refused.txt      srun's message for an unknown arm
-The local cluster is still running ($IX_CLUSTER_DIR):
+The local cluster and the node agent are still running ($IX_CLUSTER_DIR):
   eval "\$(scripts/local-cluster.sh env)"; sinfo      use it
   scripts/local-cluster.sh stop                    stop it
+  kill \$(cat $agent_dir/agent.pid)                stop the agent
 MSG
