@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/process/event_sink.h"
+
 namespace ix {
 namespace {
 
@@ -178,26 +180,7 @@ Status SendDatagram(const std::string& socket_path, std::string_view bytes, int 
   if (!addr) return addr.error();
   UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return Error{"socket: " + Errno(errno)};
-  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
-  msghdr msg{};
-  msg.msg_name = &addr.value();
-  msg.msg_namelen = sizeof addr.value();
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd_to_pass >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd_to_pass, sizeof(int));
-  }
-  ssize_t n;
-  do {
-    n = ::sendmsg(fd.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
+  const ssize_t n = SendDatagramOn(fd.get(), &socket_path, bytes, fd_to_pass);
   if (n < 0) return Error{"send to " + socket_path + ": " + Errno(errno)};
   if (static_cast<size_t>(n) != bytes.size()) return Error{"send to " + socket_path + ": datagram cut"};
   return Ok{};

@@ -11,21 +11,12 @@
 #include <optional>
 #include <vector>
 
+#include "core/base/dl_symbol.h"
 #include "node_agent/nvml_abi.h"
 
 namespace ix {
 namespace {
 
-// dlsym's void* as a function pointer, without the cast ISO C++ frowns on
-// (the pattern of core/node/topology_nvml.cc). Null when absent.
-template <class Fn>
-Fn Symbol(void* lib, const char* name) {
-  void* p = dlsym(lib, name);
-  Fn fn = nullptr;
-  static_assert(sizeof fn == sizeof p);
-  std::memcpy(&fn, &p, sizeof fn);
-  return fn;
-}
 
 // The NVML functions, resolved once. The first five are required; any
 // other may be null (an older driver), and what it reads is then unset.
@@ -54,28 +45,28 @@ struct NvmlApi {
   nvml::EventSetFreeFn event_set_free = nullptr;
 
   void Load(void* lib) {
-    init = Symbol<nvml::InitFn>(lib, "nvmlInit_v2");
-    shutdown = Symbol<nvml::ShutdownFn>(lib, "nvmlShutdown");
-    count = Symbol<nvml::DeviceGetCountFn>(lib, "nvmlDeviceGetCount_v2");
-    handle = Symbol<nvml::DeviceGetHandleByIndexFn>(lib, "nvmlDeviceGetHandleByIndex_v2");
-    error_string = Symbol<nvml::ErrorStringFn>(lib, "nvmlErrorString");
-    nvml_version = Symbol<nvml::SystemGetVersionFn>(lib, "nvmlSystemGetNVMLVersion");
-    driver_version = Symbol<nvml::SystemGetVersionFn>(lib, "nvmlSystemGetDriverVersion");
-    uuid = Symbol<nvml::DeviceGetTextFn>(lib, "nvmlDeviceGetUUID");
-    name = Symbol<nvml::DeviceGetTextFn>(lib, "nvmlDeviceGetName");
-    field_values = Symbol<nvml::DeviceGetFieldValuesFn>(lib, "nvmlDeviceGetFieldValues");
-    power = Symbol<nvml::DeviceGetPowerUsageFn>(lib, "nvmlDeviceGetPowerUsage");
-    energy = Symbol<nvml::DeviceGetTotalEnergyConsumptionFn>(lib, "nvmlDeviceGetTotalEnergyConsumption");
-    temperature = Symbol<nvml::DeviceGetTemperatureFn>(lib, "nvmlDeviceGetTemperature");
-    clock = Symbol<nvml::DeviceGetClockInfoFn>(lib, "nvmlDeviceGetClockInfo");
-    utilization = Symbol<nvml::DeviceGetUtilizationRatesFn>(lib, "nvmlDeviceGetUtilizationRates");
-    memory = Symbol<nvml::DeviceGetMemoryInfoFn>(lib, "nvmlDeviceGetMemoryInfo");
-    memory_v2 = Symbol<nvml::DeviceGetMemoryInfoV2Fn>(lib, "nvmlDeviceGetMemoryInfo_v2");
-    ecc = Symbol<nvml::DeviceGetTotalEccErrorsFn>(lib, "nvmlDeviceGetTotalEccErrors");
-    event_set_create = Symbol<nvml::EventSetCreateFn>(lib, "nvmlEventSetCreate");
-    register_events = Symbol<nvml::DeviceRegisterEventsFn>(lib, "nvmlDeviceRegisterEvents");
-    event_wait = Symbol<nvml::EventSetWaitFn>(lib, "nvmlEventSetWait_v2");
-    event_set_free = Symbol<nvml::EventSetFreeFn>(lib, "nvmlEventSetFree");
+    init = DlSymbol<nvml::InitFn>(lib, "nvmlInit_v2");
+    shutdown = DlSymbol<nvml::ShutdownFn>(lib, "nvmlShutdown");
+    count = DlSymbol<nvml::DeviceGetCountFn>(lib, "nvmlDeviceGetCount_v2");
+    handle = DlSymbol<nvml::DeviceGetHandleByIndexFn>(lib, "nvmlDeviceGetHandleByIndex_v2");
+    error_string = DlSymbol<nvml::ErrorStringFn>(lib, "nvmlErrorString");
+    nvml_version = DlSymbol<nvml::SystemGetVersionFn>(lib, "nvmlSystemGetNVMLVersion");
+    driver_version = DlSymbol<nvml::SystemGetVersionFn>(lib, "nvmlSystemGetDriverVersion");
+    uuid = DlSymbol<nvml::DeviceGetTextFn>(lib, "nvmlDeviceGetUUID");
+    name = DlSymbol<nvml::DeviceGetTextFn>(lib, "nvmlDeviceGetName");
+    field_values = DlSymbol<nvml::DeviceGetFieldValuesFn>(lib, "nvmlDeviceGetFieldValues");
+    power = DlSymbol<nvml::DeviceGetPowerUsageFn>(lib, "nvmlDeviceGetPowerUsage");
+    energy = DlSymbol<nvml::DeviceGetTotalEnergyConsumptionFn>(lib, "nvmlDeviceGetTotalEnergyConsumption");
+    temperature = DlSymbol<nvml::DeviceGetTemperatureFn>(lib, "nvmlDeviceGetTemperature");
+    clock = DlSymbol<nvml::DeviceGetClockInfoFn>(lib, "nvmlDeviceGetClockInfo");
+    utilization = DlSymbol<nvml::DeviceGetUtilizationRatesFn>(lib, "nvmlDeviceGetUtilizationRates");
+    memory = DlSymbol<nvml::DeviceGetMemoryInfoFn>(lib, "nvmlDeviceGetMemoryInfo");
+    memory_v2 = DlSymbol<nvml::DeviceGetMemoryInfoV2Fn>(lib, "nvmlDeviceGetMemoryInfo_v2");
+    ecc = DlSymbol<nvml::DeviceGetTotalEccErrorsFn>(lib, "nvmlDeviceGetTotalEccErrors");
+    event_set_create = DlSymbol<nvml::EventSetCreateFn>(lib, "nvmlEventSetCreate");
+    register_events = DlSymbol<nvml::DeviceRegisterEventsFn>(lib, "nvmlDeviceRegisterEvents");
+    event_wait = DlSymbol<nvml::EventSetWaitFn>(lib, "nvmlEventSetWait_v2");
+    event_set_free = DlSymbol<nvml::EventSetFreeFn>(lib, "nvmlEventSetFree");
   }
   bool HasRequired() const { return init && shutdown && count && handle; }
 };

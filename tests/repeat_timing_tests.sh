@@ -38,4 +38,11 @@ run core/node/node_test 'Port*:LoadTopologyXml*'
 run spank_plugin/ixspank_test 'StepdLaunch*:StepDirs*'
 run submitter/sweep/sweep_test 'SweepDir*'
 run tests/fakes/http_server_test '*'
+# The node agent's threads and servers (delivery with its backoff, /metrics,
+# loopback fetches with deadlines), the collector's server, the sweep's
+# stream (an in-process collector fed while the driver watches).
+run node_agent/agent_delivery_test 'Delivery*:Spool*'
+run node_agent/agent_metrics_test 'MetricsServer*:LoopbackFetch*:EngineMetrics*'
+run submitter/collector/collector_test 'Collector*'
+run submitter/sweep/sweep_stream_test '*'
 exit $status

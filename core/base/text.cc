@@ -1,5 +1,7 @@
 #include "core/base/text.h"
 
+#include <cstdio>
+
 namespace ix {
 
 std::string_view Trim(std::string_view s, std::string_view chars) {
@@ -55,6 +57,20 @@ bool ParseSigned(std::string_view s, int64_t& out) {
   if (v > static_cast<uint64_t>(INT64_MAX) + (neg ? 1 : 0)) return false;
   out = neg ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
   return true;
+}
+
+std::string Printable(std::string_view s, bool ascii_only) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f || (ascii_only && c > 0x7f)) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace ix

@@ -1,9 +1,11 @@
 // Small text helpers shared by the parsers: trimming, splitting into
-// fields and lines, and strict decimal numbers (digits only, no sign, no
-// spaces, no overflow) for text the kernel or another program wrote.
+// fields and lines, strict decimal numbers (digits only, no sign, no
+// spaces, no overflow) for text the kernel or another program wrote, and
+// text made safe to print.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +24,10 @@ std::vector<std::string_view> Lines(std::string_view text);
 
 // A decimal number of at most 20 digits, nothing else; false otherwise
 // (out untouched). ParseSigned also takes one leading '-'.
+// `s` safe to print on one line of a log or a table: every byte below 0x20
+// and 0x7f (and with `ascii_only`, every byte above it too) as \xHH.
+std::string Printable(std::string_view s, bool ascii_only = false);
+
 bool ParseUnsigned(std::string_view s, uint64_t& out);
 bool ParseSigned(std::string_view s, int64_t& out);
 

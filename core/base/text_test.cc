@@ -14,6 +14,12 @@ TEST(Text, TrimRemovesTheGivenCharactersAtBothEnds) {
   EXPECT_EQ(Trim("\tv \n", " \t"), "v \n");
 }
 
+TEST(Text, PrintableEscapesControlBytes) {
+  EXPECT_EQ(Printable("a\tb\n\x7f"), "a\\x09b\\x0a\\x7f");
+  EXPECT_EQ(Printable("h\xc3\xa9"), "h\xc3\xa9");  // UTF-8 kept
+  EXPECT_EQ(Printable("h\xc3\xa9", true), "h\\xc3\\xa9");
+}
+
 TEST(Text, SplitKeepsEmptyFields) {
   EXPECT_EQ(Split("a,,b", ','), (V{"a", "", "b"}));
   EXPECT_EQ(Split("", ','), (V{""}));

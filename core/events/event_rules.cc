@@ -182,7 +182,7 @@ bool IsValidUtf8(std::string_view s) {
 constexpr char kNotUtf8[] = "holds a string that is not UTF-8 (an escaped unpaired surrogate)";
 
 // `s` cut to 40 bytes, with control and non-ASCII bytes as \xNN, for errors.
-std::string Printable(std::string_view s) {
+std::string Excerpt(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size() && i < 40; ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
@@ -205,7 +205,7 @@ std::string KindName(JsonKind kind, std::string_view text) {
     case JsonKind::kInteger: return "an integer";
     case JsonKind::kNegative: return "a negative integer";
     case JsonKind::kNumber: return "a number";
-    case JsonKind::kString: return "a string \"" + Printable(text) + "\"";
+    case JsonKind::kString: return "a string \"" + Excerpt(text) + "\"";
     case JsonKind::kObject: return "an object";
     case JsonKind::kArray: return "an array";
   }
@@ -228,15 +228,15 @@ bool EventChecker::Scalar(JsonKind kind, std::string_view text) {
 bool EventChecker::Number(std::string_view text) {
   if (depth_ == 0) return Fail("", done_ ? "must be one JSON object" : "must be a JSON object");
   const std::optional<std::pair<JsonKind, double>> number = ReadNumber(text);
-  if (!number) return Fail(key_, "holds a number beyond the range of a double", "a number " + Printable(text));
+  if (!number) return Fail(key_, "holds a number beyond the range of a double", "a number " + Excerpt(text));
   return depth_ > 1 || CheckField(number->first, text, number->second);
 }
 
 bool EventChecker::Key(std::string_view key) {
-  if (!IsValidUtf8(key)) return Fail(depth_ == 1 ? "" : key_, kNotUtf8, "a key \"" + Printable(key) + "\"");
+  if (!IsValidUtf8(key)) return Fail(depth_ == 1 ? "" : key_, kNotUtf8, "a key \"" + Excerpt(key) + "\"");
   if (depth_ != 1) return true;
   key_.assign(key);
-  if (!seen_.insert(key_).second) return Fail("", "field \"" + Printable(key) + "\" appears more than once");
+  if (!seen_.insert(key_).second) return Fail("", "field \"" + Excerpt(key) + "\" appears more than once");
   return true;
 }
 

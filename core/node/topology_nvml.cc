@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/base/dl_symbol.h"
 #include "core/node/topology.h"
 
 namespace ix {
@@ -25,14 +26,6 @@ struct nvmlPciInfo_t {
   char busId[32];
 };
 
-template <class Fn>
-Fn Symbol(void* lib, const char* name) {
-  void* p = dlsym(lib, name);
-  Fn fn = nullptr;
-  static_assert(sizeof fn == sizeof p);
-  std::memcpy(&fn, &p, sizeof fn);
-  return fn;
-}
 
 class DlNvml : public NvmlSource {
  public:
@@ -54,12 +47,12 @@ class DlNvml : public NvmlSource {
   static NvmlGpus Query(void* lib) {
     NvmlGpus out;
     out.state = NvmlGpus::State::kFailed;
-    auto init = Symbol<nvmlReturn_t (*)()>(lib, "nvmlInit_v2");
-    auto shutdown = Symbol<nvmlReturn_t (*)()>(lib, "nvmlShutdown");
-    auto count = Symbol<nvmlReturn_t (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
-    auto handle = Symbol<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>(lib, "nvmlDeviceGetHandleByIndex_v2");
-    auto pci = Symbol<nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*)>(lib, "nvmlDeviceGetPciInfo_v3");
-    auto error_string = Symbol<const char* (*)(nvmlReturn_t)>(lib, "nvmlErrorString");
+    auto init = DlSymbol<nvmlReturn_t (*)()>(lib, "nvmlInit_v2");
+    auto shutdown = DlSymbol<nvmlReturn_t (*)()>(lib, "nvmlShutdown");
+    auto count = DlSymbol<nvmlReturn_t (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
+    auto handle = DlSymbol<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>(lib, "nvmlDeviceGetHandleByIndex_v2");
+    auto pci = DlSymbol<nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*)>(lib, "nvmlDeviceGetPciInfo_v3");
+    auto error_string = DlSymbol<const char* (*)(nvmlReturn_t)>(lib, "nvmlErrorString");
     if (!init || !shutdown || !count || !handle || !pci) {
       out.detail = "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2/"
                    "nvmlDeviceGetPciInfo_v3 (driver too old?)";

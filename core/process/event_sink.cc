@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <chrono>
@@ -64,16 +65,15 @@ void EventSink::SetEntry(std::string sweep, int64_t entry) {
   entry_ = entry;
 }
 
-// One datagram, never blocking; with `pass_fd` as SCM_RIGHTS.
-bool EventSink::SendOn(int fd, bool to_path, const std::string& text, int pass_fd) {
+ssize_t SendDatagramOn(int fd, const std::string* path, std::string_view bytes, int pass_fd) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path_.c_str(), path_.size());
-  iovec iov{const_cast<char*>(text.data()), text.size()};
+  if (path) std::memcpy(addr.sun_path, path->c_str(), std::min(path->size(), sizeof addr.sun_path - 1));
+  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  if (to_path) {
+  if (path) {
     msg.msg_name = &addr;
     msg.msg_namelen = sizeof addr;
   }
@@ -87,7 +87,16 @@ bool EventSink::SendOn(int fd, bool to_path, const std::string& text, int pass_f
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
   }
-  const ssize_t n = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  ssize_t n;
+  do {
+    n = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+// One datagram, never blocking; with `pass_fd` as SCM_RIGHTS.
+bool EventSink::SendOn(int fd, bool to_path, const std::string& text, int pass_fd) {
+  const ssize_t n = SendDatagramOn(fd, to_path ? &path_ : nullptr, text, pass_fd);
   if (n == static_cast<ssize_t>(text.size())) return true;
   last_error_ = (to_path ? path_ : std::string("the agent's socket")) + ": " + std::strerror(errno);
   return false;

@@ -19,8 +19,11 @@
 // Invariant: a sink with neither sends nothing and drops nothing.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,6 +64,12 @@ class EventSink {
   uint64_t seq_ = 0, sent_ = 0, dropped_ = 0;
   std::string last_error_;
 };
+
+// Sends `bytes` as one datagram on `fd` (to `path` when given, else to the
+// socket `fd` is connected to), with `pass_fd` >= 0 as its SCM_RIGHTS
+// descriptor, without blocking; EINTR is retried. The bytes sent, or -1
+// with errno set. (`path` must fit sockaddr_un.)
+ssize_t SendDatagramOn(int fd, const std::string* path, std::string_view bytes, int pass_fd);
 
 // The JSON text of one event (what Send sends), for tests and logs.
 std::string EventJson(const std::string& event, const std::string& step, double unix_time,

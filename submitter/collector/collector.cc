@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "core/base/json_text.h"
+#include "core/base/text.h"
 #include "core/base/sha256.h"
 #include "submitter/collector/bounded_work_queue.h"
 #include "submitter/collector/request_gate.h"
@@ -102,19 +103,8 @@ GateDecision Gate(const State& s, const httplib::Request& req) {
 }
 
 // A line for the log: control bytes of the client's target escaped.
-std::string Printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+// A stranger's bytes in a log line: ASCII only.
+std::string LogText(const std::string& s) { return Printable(s, true); }
 
 // What httplib refused by itself, for its error body.
 std::string StatusText(int status) {
@@ -246,8 +236,8 @@ void ConfigureHooks(State& s) {
     if (res.status < 400 || !s.options.log) return;
     std::lock_guard<std::mutex> lock(s.callback_mu);
     if (s.callbacks_off) return;
-    s.options.log(std::to_string(res.status) + " " + Printable(req.method) + " " + Printable(req.target) +
-                  " from " + req.remote_addr + ": " + Printable(res.body));
+    s.options.log(std::to_string(res.status) + " " + LogText(req.method) + " " + LogText(req.target) +
+                  " from " + req.remote_addr + ": " + LogText(res.body));
   });
 }
 

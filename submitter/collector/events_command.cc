@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/base/json_text.h"
+#include "core/base/text.h"
 #include "core/process/spawn.h"
 #include "submitter/collector/event_validation.h"
 #include "submitter/sweep/sweep_container.h"
@@ -56,19 +57,6 @@ Result<EventsCommandLine> Parse(const std::vector<std::string>& args) {
   return c;
 }
 
-std::string Printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 std::string Line(const char* format, const std::string& a, const std::string& b, const std::string& c,
                  const std::string& d, const std::string& e) {
