@@ -66,7 +66,7 @@ const char kStreamHelp[] =
     "\nStream (node agents -> the sweep's collector; kept in sweep.json, so --resume uses the same):\n"
     "  --collector-listen ADDR:PORT  where the sweep's collector listens while ixsubmit submits and\n"
     "                    watches (default 0.0.0.0:0: every interface, a free port chosen at submit and\n"
-    "                    kept in SWEEP_DIR/collector.listen, so --resume listens on the same)\n"
+    "                    kept in sweep.json, so --resume listens on the same)\n"
     "  --collector-url URL  what the jobs tell their node agent (default http://HOSTNAME:PORT, this host)\n"
     "  --no-collector    no collector: the jobs report nothing to one; Slurm and the shared sweep\n"
     "                    directory only, as before\n"
@@ -209,7 +209,7 @@ std::optional<int> ResumeStream(const SweepManifest& m, const std::string& db_pa
   if (m.stream.collector_url.empty()) return std::nullopt;  // --no-collector, or a sweep from before the stream
   Result<std::string> token = ReadSweepToken(m.stream.token_file);
   if (!token) return Failed(token.error().message);
-  Result<ListenAddress> at = LoadCollectorListen(m.sweep_dir);
+  Result<ListenAddress> at = ParseListenAddress(m.stream.collector_listen, m.sweep_dir + "/sweep.json: stream.collector_listen");
   Result<std::unique_ptr<SweepCollector>> sc =
       at ? SweepCollector::Start(m, at.value(), db_path, token.value(), run.inbox)
          : Result<std::unique_ptr<SweepCollector>>(at.error());
@@ -316,7 +316,7 @@ std::optional<int> StartStream(const SweepCommandLine& c, SweepManifest& m, cons
   if (!sc) return Failed(sc.error().message + " (--collector-listen ADDR:PORT, or --no-collector)");
   run.collector = std::move(sc).value();
   const ListenAddress at = run.collector->address();
-  if (Status s = SaveCollectorListen(m.sweep_dir, at); !s) return Failed(s.error().message);
+  m.stream.collector_listen = at.ToString();
   m.stream.token_file = SweepTokenPath(m.sweep_dir);
   m.stream.collector_url = CollectorUrlFor(c.stream, ThisHostName(), at.port);
   SayCollector(m, at);

@@ -28,10 +28,10 @@
 namespace ix {
 
 inline constexpr const char* kDefaultAgentSocket = "/run/inferencex/agent.sock";
-inline constexpr const char* kDefaultCollectorListen = "0.0.0.0:0";
+inline constexpr const char* kDefaultSweepCollectorListen = "0.0.0.0:0";
 
 struct StreamOptions {
-  std::string listen = kDefaultCollectorListen;
+  std::string listen = kDefaultSweepCollectorListen;
   std::string collector_url;  // "" = http://HOSTNAME:PORT
   bool no_collector = false;
   std::string node_results;  // "" = the steps write into the sweep directory

@@ -15,23 +15,9 @@
 namespace ix {
 namespace {
 
-std::string ListenPath(const std::string& sweep_dir) { return sweep_dir + "/" + kListenFileName; }
-
 void Say(const std::string& line) { std::fprintf(stderr, "ixsubmit sweep: %s\n", line.c_str()); }
 
 }  // namespace
-
-Status SaveCollectorListen(const std::string& sweep_dir, const ListenAddress& where) {
-  return WriteFileAtomic(ListenPath(sweep_dir), where.ToString() + "\n");
-}
-
-Result<ListenAddress> LoadCollectorListen(const std::string& sweep_dir) {
-  const std::string path = ListenPath(sweep_dir);
-  int err = 0;
-  const std::string text = ReadFileTextAt(AT_FDCWD, path, &err, 4096);
-  if (err) return Error{"cannot read " + path + " (where the sweep's collector listens): " + std::strerror(err)};
-  return ParseListenAddress(std::string(Trim(text)), path);
-}
 
 SweepCollector::SweepCollector(std::unique_ptr<Collector> c, std::string host)
     : collector_(std::move(c)), host_(std::move(host)) {}

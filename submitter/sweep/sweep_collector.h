@@ -10,9 +10,9 @@
 // before acting on it): the events go into the inbox again, and the result
 // files are written into results/INDEX/ where missing.
 //
-// Where it listens is kept beside sweep.json, in SWEEP_DIR/collector.listen
-// ("ADDR:PORT", the port chosen at the first submit), so a --resume listens
-// where the jobs were told to report.
+// Where it listens is kept in sweep.json (stream.collector_listen, the port
+// chosen at the first submit), so a --resume listens where the jobs were
+// told to report.
 //
 // Invariants: callbacks only push into the inbox (never block on the
 // driver); the inbox outlives the collector (Stop, or the destructor, ends
@@ -30,12 +30,6 @@
 namespace ix {
 
 class Collector;
-
-inline constexpr const char* kListenFileName = "collector.listen";
-
-// SWEEP_DIR/collector.listen written (atomically) and read back.
-Status SaveCollectorListen(const std::string& sweep_dir, const ListenAddress& where);
-Result<ListenAddress> LoadCollectorListen(const std::string& sweep_dir);
 
 class SweepCollector {
  public:

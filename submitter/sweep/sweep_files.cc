@@ -64,6 +64,7 @@ void WriteStream(JsonWriter& w, const StreamSettings& s) {
   w.Key("stream");
   w.StartObject();
   w.Key("agent_socket"); String(w, s.agent_socket);
+  w.Key("collector_listen"); String(w, s.collector_listen);
   w.Key("collector_url"); String(w, s.collector_url);
   w.Key("token_file"); String(w, s.token_file);
   w.Key("node_result_dir"); String(w, s.node_result_dir);
@@ -302,6 +303,7 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     const Fields s{d["stream"]};
     // An empty agent_socket is the default one.
     if (!s.Str("agent_socket").empty()) m.stream.agent_socket = s.Str("agent_socket");
+    m.stream.collector_listen = s.Str("collector_listen");
     m.stream.collector_url = s.Str("collector_url");
     m.stream.token_file = s.Str("token_file");
     m.stream.node_result_dir = s.Str("node_result_dir");

@@ -34,6 +34,7 @@ struct SubmitSettings {
 // collector.
 struct StreamSettings {
   std::string agent_socket = "/run/inferencex/agent.sock";
+  std::string collector_listen;  // "ADDR:PORT" the collector got at the first submit; --resume binds it
   std::string collector_url;  // "http://submit-host:PORT"; "" = no collector
   std::string token_file;     // the sweep's collector token (0600, the user's)
   std::string node_result_dir;

@@ -66,11 +66,13 @@ TEST(SweepManifestJson, StreamSettingsRoundTripAndPlaceTheTaskResults) {
   EXPECT_EQ(TaskResultDir(old.value(), 3), "/s/results/3");
 
   Result<SweepManifest> m = SweepManifestFromJson(
-      base + R"(,"stream":{"agent_socket":"/a.sock","collector_url":"http://h:1","token_file":"/s/t",)"
+      base + R"(,"stream":{"agent_socket":"/a.sock","collector_listen":"0.0.0.0:1","collector_url":"http://h:1",)"
+             R"("token_file":"/s/t",)"
              R"("node_result_dir":"/local"}})",
       "s.json");
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ(m.value().stream.collector_url, "http://h:1");
+  EXPECT_EQ(m.value().stream.collector_listen, "0.0.0.0:1");
   EXPECT_EQ(m.value().stream.token_file, "/s/t");
   EXPECT_EQ(ResultDir(m.value(), 3), "/s/results/3");
   EXPECT_EQ(TaskResultDir(m.value(), 3), "/local/sw-2/3");
