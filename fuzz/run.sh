@@ -23,8 +23,13 @@ else
 fi
 
 log=$(mktemp /tmp/ix-fuzz-build.XXXXXX.log)
-if ! { cmake -S "$repo" -B "$build" -DIX_FUZZ=ON -DIX_WERROR=ON -DIX_BUILD_TESTS=OFF -DCMAKE_CXX_COMPILER=clang++ \
-         -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+# A tree already configured with IX_FUZZ=ON is used as it is (scripts/test.sh
+# builds its sanitizer tree with the fuzz targets in it: one clang build for
+# both); any other is configured for fuzzing alone.
+configure=(cmake -S "$repo" -B "$build" -DIX_FUZZ=ON -DIX_WERROR=ON -DIX_BUILD_TESTS=OFF -DCMAKE_CXX_COMPILER=clang++
+           -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+if grep -qx 'IX_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then configure=(true); fi
+if ! { "${configure[@]}" &&
        cmake --build "$build" --target "${targets[@]}" -j "$(nproc)"; } >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "fuzz/run.sh: build failed (full log: $log)" >&2

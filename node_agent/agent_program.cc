@@ -1,6 +1,8 @@
 #include "node_agent/agent_program.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 
 #include "core/base/unique_fd.h"
 #include "node_agent/agent_daemon.h"
+#include "node_agent/delivery.h"
 #include "node_agent/metrics_server.h"
 #include "node_agent/node_sample.h"
 #include "node_agent/nvml_sampler.h"
@@ -61,6 +64,23 @@ int RunAgentProgram(const AgentConfig& config) {
   const int status = RunAgentDaemon(config, std::move(hooks), stop_fd.get());
   metrics.Stop();
   return status;
+}
+
+std::vector<std::string> CheckAgentFiles(const AgentConfig& config) {
+  std::vector<std::string> problems;
+  if (!config.token_file.empty()) {
+    if (Result<std::string> t = ReadTokenFile(config.token_file); !t) problems.push_back(t.error().message);
+  }
+  if (!config.ca_file.empty()) {
+    const UniqueFd fd(::open(config.ca_file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    struct stat st {};
+    if (!fd.valid() || ::fstat(fd.get(), &st) != 0) {
+      problems.push_back("ca-file " + config.ca_file + ": cannot be read");
+    } else if (!S_ISREG(st.st_mode)) {
+      problems.push_back("ca-file " + config.ca_file + ": not a regular file");
+    }
+  }
+  return problems;
 }
 
 }  // namespace ix

@@ -3,6 +3,9 @@
 // the stop, and one line a message on stderr (journald keeps them).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "node_agent/agent_config.h"
 
 namespace ix {
@@ -10,5 +13,11 @@ namespace ix {
 // Runs ix-node-agent's daemon with `config` until SIGTERM or SIGINT;
 // returns the exit status.
 int RunAgentProgram(const AgentConfig& config);
+
+// What --check finds wrong with the files `config` names, beyond their
+// names: the token file as the daemon would read it (root's, private, one
+// printable token) and the CA file (a readable regular file). Empty when
+// the daemon would start with them.
+std::vector<std::string> CheckAgentFiles(const AgentConfig& config);
 
 }  // namespace ix

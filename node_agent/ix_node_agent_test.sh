@@ -91,16 +91,25 @@ sys.exit(1 if bad else 0)
 PY
 
 # --check: a good file, then a bad one with every kind of problem.
-cat >"$dir/good.conf" <<'CONF'
+(umask 077; echo secret-token >"$dir/token")
+cat >"$dir/good.conf" <<CONF
 # a node of the test
 socket = /run/inferencex/agent.sock
 interval = 2
 collector = https://collector.example:8443/
-token-file = /etc/inferencex/token
+token-file = $dir/token
 metrics-listen = [::1]:9477
 CONF
 out=$("$agent" --config "$dir/good.conf" --check 2>&1) || fail "good config refused: $out"
 [[ $out == "configuration ok" ]] || fail "good config: $out"
+# --check reads the files the configuration names, as the daemon would.
+chmod 0640 "$dir/token"
+out=$("$agent" --config "$dir/good.conf" --check 2>&1) && fail "a group-readable token file passed --check"
+[[ $out == *"$dir/token"* ]] || fail "token file check: $out"
+out=$("$agent" --config "$dir/good.conf" --token-file "$dir/none" --ca-file "$dir/none.pem" --check 2>&1) &&
+  fail "a missing token file passed --check"
+[[ $out == *"$dir/none"*"ca-file $dir/none.pem: cannot be read"* ]] || fail "missing files: $out"
+chmod 0600 "$dir/token"
 
 cat >"$dir/bad.conf" <<'CONF'
 interval = 0

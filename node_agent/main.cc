@@ -22,8 +22,10 @@ int main(int argc, char** argv) {
     std::cout << line.usage;
     return 0;
   }
-  for (const std::string& p : line.problems) std::cerr << "ix-node-agent: " << p << "\n";
-  if (!line.problems.empty()) return 1;
+  std::vector<std::string> problems = line.problems;
+  if (line.check && problems.empty()) problems = ix::CheckAgentFiles(line.config);
+  for (const std::string& p : problems) std::cerr << "ix-node-agent: " << p << "\n";
+  if (!problems.empty()) return 1;
   if (line.check) {
     std::cout << "configuration ok\n";
     return 0;

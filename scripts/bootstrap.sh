@@ -14,6 +14,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libcpp-httplib-dev prometheus
   python3 curl jq procps iproute2 util-linux
   clang libclang-rt-14-dev
+  rpm rpmlint groff-base gpg gpg-agent gpgconf
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -13,8 +13,11 @@ step "bootstrap (Debian packages)"
 scripts/bootstrap.sh
 step "build"
 scripts/build.sh "$repo/build"
-step "build with clang and -fsanitize=address,undefined"
-scripts/build.sh "$repo/build-asan" -DIX_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++
+# One clang tree for the sanitizers and the fuzz targets: every library is
+# compiled once with ASan/UBSan and libFuzzer's coverage (-O1), and serves
+# both the unit tests and the fuzzers (no benchmarks there).
+step "build with clang, -fsanitize=address,undefined and the libFuzzer targets"
+scripts/build.sh "$repo/build-asan" -DIX_SANITIZE=ON -DIX_FUZZ=ON -DIX_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++
 
 logs=$repo/build/test-logs
 mkdir -p "$logs"
@@ -38,9 +41,11 @@ step "unit tests under ASan/UBSan"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$repo/tests/ubsan.supp \
   run_ctest unit-asan --test-dir build-asan -L unit -j "$(nproc)"
 step "fuzz: every libFuzzer target in fuzz/ (clang, ASan/UBSan), 12 s each over its seed corpus, two at a time"
-if ! fuzz/run.sh 12 "$repo/build-fuzz"; then status=1; fi
+if ! fuzz/run.sh 12 "$repo/build-asan"; then status=1; fi
 step "integration tests (local Slurm cluster)"
 run_ctest integration --test-dir build -L integration
+step "RPM packages: rpmbuild with its own flags, rpmlint, file lists, install into a scratch root, a dep4 step, erase"
+run_ctest rpm --test-dir build -L rpm
 
 if [[ $status -eq 0 ]]; then step "all tests passed"; else step "TESTS FAILED"; fi
 exit $status

@@ -4,8 +4,10 @@
 # name-service code in it, and that starts in an empty root (only itself).
 set -euo pipefail
 stepd=$1
-if ldd "$stepd" >/dev/null 2>&1; then
-  echo "$stepd is dynamic:"; ldd "$stepd"; exit 1
+# Static or static-pie: no shared library needed (ldd succeeds on a
+# static-pie program, saying "statically linked", so readelf decides).
+if readelf -d "$stepd" | grep -q '(NEEDED)'; then
+  echo "$stepd needs shared libraries:"; readelf -d "$stepd" | grep '(NEEDED)'; exit 1
 fi
 readelf -l "$stepd" | grep -q INTERP && { echo "$stepd has a program interpreter"; exit 1; }
 for sym in yaml_parser_initialize hwloc_topology_init curl_easy_init getaddrinfo getpwnam dlopen; do

@@ -4,6 +4,9 @@
 #include <iostream>
 #include <optional>
 
+#include "core/process/spawn.h"
+#include "submitter/sweep/sweep_container.h"
+#include "submitter/sweep/sweep_db.h"
 #include "submitter/sweep_command.h"
 
 namespace ix {
@@ -19,6 +22,9 @@ int RunStatusCommand(const std::vector<std::string>& args) {
       return 0;
     } else if (!id && !args[i].empty() && args[i][0] != '-') id = args[i];
     else return std::cerr << "ixsubmit status: error: unrecognized arguments: " << args[i] << "\n", 2;
+  }
+  if (Result<std::string> there = ExistingDbPath(db, CurrentEnvironment(), PathExistsOnDisk); !there) {
+    return std::cerr << "ixsubmit status: " << there.error().message << "\n", 1;
   }
   Result<SweepStore> store = OpenSweepStore(db);
   if (!store) return std::cerr << "ixsubmit status: " << store.error().message << "\n", 1;

@@ -138,9 +138,9 @@ int RunEventsCommand(const std::vector<std::string>& args) {
   if (!parsed) return std::fprintf(stderr, "ixsubmit events: error: %s\n%s", parsed.error().message.c_str(), kUsage), 2;
   const EventsCommandLine& c = parsed.value();
   if (c.help) return std::fputs(kUsage, stdout), 0;
-  Result<DbPathChoice> path = ChooseDbPath(c.db, CurrentEnvironment(), PathExistsOnDisk);
+  Result<std::string> path = ExistingDbPath(c.db, CurrentEnvironment(), PathExistsOnDisk);
   if (!path) return std::fprintf(stderr, "ixsubmit events: %s\n", path.error().message.c_str()), 1;
-  Result<CollectorStore> store = CollectorStore::Open(path.value().path);
+  Result<CollectorStore> store = CollectorStore::Open(path.value());
   if (!store) return std::fprintf(stderr, "ixsubmit events: %s\n", store.error().message.c_str()), 1;
   std::string out;
   if (c.results) {

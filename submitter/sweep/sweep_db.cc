@@ -79,4 +79,14 @@ std::optional<std::string> NetworkFsOf(const std::string& path) {
   return NetworkFsName(static_cast<long>(st.f_type));
 }
 
+Result<std::string> ExistingDbPath(const std::optional<std::string>& db, const std::vector<std::string>& env,
+                                   bool (*exists)(const std::string&)) {
+  Result<DbPathChoice> choice = ChooseDbPath(db, env, exists);
+  if (!choice) return choice.error();
+  if (!exists(choice.value().path)) {
+    return Error{"no sweep database at " + choice.value().path + " (--db PATH names another; `ixsubmit sweep` makes it)"};
+  }
+  return choice.value().path;
+}
+
 }  // namespace ix

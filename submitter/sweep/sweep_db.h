@@ -32,6 +32,10 @@ struct DbPathChoice {
 };
 Result<DbPathChoice> ChooseDbPath(const std::optional<std::string>& db, const std::vector<std::string>& env,
                                   bool (*exists)(const std::string&));
+// ChooseDbPath for commands that only read (status, events): an error naming
+// the path when no database is there, so reading never creates one.
+Result<std::string> ExistingDbPath(const std::optional<std::string>& db, const std::vector<std::string>& env,
+                                   bool (*exists)(const std::string&));
 
 // The name of the network file system `f_type` (statfs) is ("NFS", "CIFS",
 // "SMB2", "Lustre", "GPFS", ...), or nullopt for a local one.

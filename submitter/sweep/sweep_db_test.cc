@@ -42,6 +42,17 @@ TEST(SweepDb, TheStateDirectoryUnlessOnlyTheOldPathHasADatabase) {
   EXPECT_EQ(ChooseDbPath(std::string("/x/ix.db"), env, InFiles).value().path, "/x/ix.db");
 }
 
+TEST(SweepDb, ReadingCommandsNeedADatabaseThere) {
+  const std::vector<std::string> env = {"HOME=/home/a"};
+  g_files = {};
+  Result<std::string> none = ExistingDbPath(std::string("/x/ix.db"), env, InFiles);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("no sweep database at /x/ix.db"), std::string::npos) << none.error().message;
+  g_files = {"/x/ix.db", "/home/a/.local/share/inferencex/ix.db"};
+  EXPECT_EQ(ExistingDbPath(std::string("/x/ix.db"), env, InFiles).value(), "/x/ix.db");
+  EXPECT_EQ(ExistingDbPath(std::nullopt, env, InFiles).value(), "/home/a/.local/share/inferencex/ix.db");
+}
+
 TEST(SweepDb, NetworkFileSystemsAreNamed) {
   EXPECT_EQ(NetworkFsName(0x6969).value_or(""), "NFS");
   EXPECT_EQ(NetworkFsName(static_cast<long>(0xff534d42)).value_or(""), "CIFS");

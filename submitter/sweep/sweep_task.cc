@@ -124,16 +124,16 @@ void CancelRestOfArray(const std::string& array_job, const std::string& task) {
 // --sweep-dir DIR --job KEY; an exit status (after saying why) when the
 // arguments are not that.
 std::optional<int> ParseTaskArgs(const std::vector<std::string>& args, std::string& dir, std::string& key) {
+  constexpr char kUsage[] =
+      "Usage: ixsubmit task --sweep-dir DIR --job KEY\n"
+      "Runs one entry of a sweep inside its Slurm job (the sweep's batch scripts call it).\n";
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) return std::cout << kUsage, 0;
   for (size_t i = 0; i + 1 < args.size(); i += 2) {
     if (args[i] == "--sweep-dir") dir = args[i + 1];
     else if (args[i] == "--job") key = args[i + 1];
     else return std::cerr << "ixsubmit task: unknown argument " << args[i] << "\n", 2;
   }
-  if (dir.empty() || key.empty()) {
-    std::cerr << "Usage: ixsubmit task --sweep-dir DIR --job KEY\n"
-                 "Runs one entry of a sweep inside its Slurm job (the sweep's batch scripts call it).\n";
-    return 2;
-  }
+  if (dir.empty() || key.empty()) return std::cerr << kUsage, 2;
   return std::nullopt;
 }
 
