@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "serving_metrics.h"
+
 namespace ixfake::client {
 namespace {
 
@@ -40,6 +42,15 @@ void put(JsonWriter& w, const char* key, const std::optional<T>& v) {
     w.Key(key);
     w.Null();
   }
+}
+
+// mean_NAME_ms, median_NAME_ms, std_NAME_ms, p99_NAME_ms, as the real
+// client names them.
+void write_stats(JsonWriter& w, const std::string& name, const MetricStats& s) {
+  put(w, ("mean_" + name + "_ms").c_str(), s.mean);
+  put(w, ("median_" + name + "_ms").c_str(), s.median);
+  put(w, ("std_" + name + "_ms").c_str(), s.std);
+  put(w, ("p99_" + name + "_ms").c_str(), s.p99);
 }
 
 void write_record(JsonWriter& w, const Record& r) {
@@ -120,14 +131,11 @@ Summary summarize(const std::vector<Record>& records) {
 std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
                         double start_unix, double end_unix) {
   const double wall_s = end_unix - start_unix;
-  int completed = 0;
-  long input_tokens = 0, output_tokens = 0;
+  std::vector<ServedRequest> served;
   for (const Record& r : records) {
-    if (!r.error.empty()) continue;
-    ++completed;
-    input_tokens += r.prompt_tokens;
-    output_tokens += r.completion_tokens;
+    if (r.error.empty()) served.push_back({r.latency_ms, r.ttft_ms.value_or(0), r.prompt_tokens, r.completion_tokens});
   }
+  const ServingMetrics m = ComputeServingMetrics(served, wall_s);
   rapidjson::StringBuffer sb;
   JsonWriter w(sb);
   w.SetIndent(' ', 2);
@@ -144,9 +152,16 @@ std::string result_json(const Config& cfg, const std::vector<Record>& records, c
   put(w, "benchmark_start_time_unix", start_unix);
   put(w, "benchmark_end_time_unix", end_unix);
   put(w, "duration", wall_s);
-  put(w, "completed", completed);
-  put(w, "total_input_tokens", static_cast<int64_t>(input_tokens));
-  put(w, "total_output_tokens", static_cast<int64_t>(output_tokens));
+  put(w, "completed", m.completed);
+  put(w, "total_input_tokens", static_cast<int64_t>(m.total_input_tokens));
+  put(w, "total_output_tokens", static_cast<int64_t>(m.total_output_tokens));
+  put(w, "request_throughput", m.request_throughput);
+  put(w, "output_throughput", m.output_throughput);
+  put(w, "total_token_throughput", m.total_token_throughput);
+  write_stats(w, "ttft", m.ttft);
+  write_stats(w, "tpot", m.tpot);
+  write_stats(w, "itl", m.itl);
+  write_stats(w, "e2el", m.e2el);
   w.Key("requests");
   w.StartArray();
   for (const auto& r : records) write_record(w, r);

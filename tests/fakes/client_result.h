@@ -44,9 +44,10 @@ struct Summary {
 Summary summarize(const std::vector<Record>& records);
 
 // The result file's text: the run's settings, the records, the summary,
-// and the fields of benchmark_serving.py's result that InferenceX's
-// aggregate_power.py reads: the benchmark window (`start_unix` to
-// `end_unix`), `duration`, `completed` and the token totals.
+// and the fields of benchmark_serving.py's result by its rules
+// (serving_metrics.h): the benchmark window (`start_unix` to `end_unix`),
+// `duration`, `completed`, the token totals, the throughputs, and mean,
+// median, std and p99 of TTFT, TPOT, ITL and E2EL in ms.
 std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
                         double start_unix, double end_unix);
 

@@ -312,6 +312,22 @@ IX_ENDPOINT="http://localhost:$P" IX_CONC=4 AIPERF_HTTP_X_SESSION_ID_FROM_CORREL
   "$CLIENT" --sessions 8 --turns 3 --out "$TMP/result.json" >"$TMP/client.log" 2>&1 || fail "client failed: $(cat "$TMP/client.log")"
 pyjson "$TMP/result.json" 'd["summary"]["requests"] == 24 and d["summary"]["failed"] == 0 and d["summary"]["sessions_on_one_rank"] and len(d["summary"]["ranks_used"]) > 1 and all(r["status"] == 200 and r["ttft_ms"] <= r["latency_ms"] for r in d["requests"])' ||
   fail "affinity (stream): $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"])' "$TMP/result.json")"
+# The result has benchmark_serving.py's fields, consistent by its rules.
+python3 - "$TMP/result.json" <<'PY' || fail "the client's result lacks benchmark_serving.py's fields or breaks their rules"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for m in ("ttft", "tpot", "itl", "e2el"):
+    for s in ("mean", "median", "std", "p99"):
+        assert isinstance(d[f"{s}_{m}_ms"], float), (s, m)
+    assert d[f"median_{m}_ms"] <= d[f"p99_{m}_ms"], m
+ok = [r for r in d["requests"] if "error" not in r]
+assert d["completed"] == len(ok) == 24
+assert d["total_output_tokens"] == sum(r["completion_tokens"] for r in ok) > 0
+assert abs(d["output_throughput"] - d["total_output_tokens"] / d["duration"]) < 1e-6 * d["output_throughput"]
+assert abs(d["total_token_throughput"] * d["duration"] - d["total_input_tokens"] - d["total_output_tokens"]) < 1e-3
+assert abs(d["mean_e2el_ms"] - sum(r["latency_ms"] for r in ok) / len(ok)) < 1e-6
+assert d["mean_tpot_ms"] > 0 and d["p99_ttft_ms"] <= max(r["latency_ms"] for r in ok)
+PY
 ok "router: every turn of a session on one rank, sessions spread over ranks $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["ranks_used"])' "$TMP/result.json") (SSE)"
 AIPERF_SERVER_URL="http://127.0.0.1:$P" "$CLIENT" --sessions 16 --turns 2 --concurrency 8 --no-stream --out "$TMP/result2.json" \
   >"$TMP/client2.log" 2>&1 || fail "client --no-stream failed: $(cat "$TMP/client2.log")"
