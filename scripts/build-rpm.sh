@@ -46,8 +46,6 @@ tarball=$out/rpmbuild/SOURCES/$name.tar.gz
    tar --create --gzip --file "$tarball" --null --files-from=- --transform "s,^,$name/," --owner=0 --group=0 \
      --sort=name) || die "could not make the source tarball $tarball"
 
-
-
 log=$out/rpmbuild.log
 packager=${IX_RPM_PACKAGER:-inferencex-slurm build <root@$(hostname -f 2>/dev/null || hostname)>}
 if ! rpmbuild -ba --nodeps "$spec" \
