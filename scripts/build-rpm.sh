@@ -28,12 +28,7 @@ spec_version=$(sed -n 's/^Version: *//p' "$spec")
 [[ -n $version && $version == "$spec_version" ]] ||
   die "the spec's Version ($spec_version) is not CMakeLists.txt's project VERSION ($version)"
 
-# SLURM_VERSION_NUMBER 0x160508 -> 22.05.8
-header=${IX_SLURM_INCLUDE_DIR:-/usr/include}/slurm/slurm_version.h
-number=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" { print $3 }' "$header" 2>/dev/null) ||
-  die "cannot read $header (Debian: libslurm-dev)"
-[[ $number =~ ^0x[0-9a-fA-F]+$ ]] || die "$header: no SLURM_VERSION_NUMBER"
-slurm_version=$(printf '%d.%02d.%d' $((number >> 16 & 255)) $((number >> 8 & 255)) $((number & 255)))
+slurm_version=$("$repo/packaging/rpm/slurm-version.sh" "${IX_SLURM_INCLUDE_DIR:-/usr/include}") || exit 1
 
 rm -rf "$out"
 mkdir -p "$out/rpmbuild/SOURCES"

@@ -77,7 +77,7 @@ expect_files() { # expect_files RPM FILE...: the RPM's files (docs, man pages an
   [[ $got == "$want" ]] || fail "$(basename "$rpm"): files differ from the expected list:
 $(diff <(echo "$want") <(echo "$got"))"
 }
-# shellcheck disable=SC2046
+# shellcheck disable=SC2086
 expect_files "$spank" "$libdir/slurm/spank_inferencex.so" /usr/libexec/inferencex /usr/libexec/inferencex/ix-stepd \
   /usr/sbin/ixctl /etc/slurm/plugstack.conf.d /etc/slurm/plugstack.conf.d/inferencex.conf \
   /usr/share/inferencex /usr/share/inferencex/recipes $recipes
@@ -94,8 +94,7 @@ done
 [[ $(rpm -qcp "$spank") == /etc/slurm/plugstack.conf.d/inferencex.conf ]] || fail "spank config files: $(rpm -qcp "$spank")"
 [[ $(rpm -qcp "$agent") == /etc/inferencex/agent.conf ]] || fail "agent config files: $(rpm -qcp "$agent")"
 [[ -z $(rpm -qcp "$submit") ]] || fail "submit config files: $(rpm -qcp "$submit")"
-number=$(awk '$2 == "SLURM_VERSION_NUMBER" { print $3 }' /usr/include/slurm/slurm_version.h)
-slurm=$(printf '%d.%02d.%d' $((number >> 16 & 255)) $((number >> 8 & 255)) $((number & 255)))
+slurm=$("$repo/packaging/rpm/slurm-version.sh")
 series=${slurm%.*}
 release=$(rpm -qp --qf '%{RELEASE}' "$spank")
 [[ $release == *slurm$slurm* ]] || fail "Release $release does not name Slurm $slurm"
