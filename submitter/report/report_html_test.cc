@@ -1,0 +1,150 @@
+#include "submitter/report/report_html.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "submitter/report/report_sample.h"
+#include "submitter/report/report_table.h"
+
+namespace ix {
+namespace {
+
+using test::CountOf;
+
+// The text of the section with `id`, up to the next section.
+std::string SectionText(const std::string& html, const std::string& id) {
+  const size_t start = html.find("<section class=\"ix-config\" id=\"" + id + "\"");
+  if (start == std::string::npos) return "";
+  return html.substr(start, html.find("</section>", start) - start);
+}
+
+// The table row of entry `index`.
+std::string Row(const std::string& html, int index) {
+  size_t at = html.find("<tbody>");
+  for (int i = 0; i <= index && at != std::string::npos; ++i) at = html.find("<tr class=\"ix-row", at + 1);
+  if (at == std::string::npos) return "";
+  return html.substr(at, html.find("</tr>", at) - at);
+}
+
+TEST(ReportHtml, SampleHasTheChartsSeriesAndPointsItsDataSays) {
+  const std::string html = RenderReport(test::SampleReport());
+  // report_sample.h and report_charts.h: 4 charts for the first key (energy
+  // and DEP too), 2 for each other key.
+  EXPECT_EQ(CountOf(html, "<svg class=\"ix-chart\""), 8u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"throughput-interactivity\""), 3u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"ttft\""), 3u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"energy\""), 1u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"dep-sessions\""), 1u);
+  // Series: 3 + 6 + 3 + 4 (first key), 1 + 2 (second), none (third).
+  EXPECT_EQ(CountOf(html, "class=\"ix-series\""), 19u);
+  // Points: 11 + 22 + 10 + 16 bars, then 2 + 4.
+  EXPECT_EQ(CountOf(html, "class=\"ix-point\""), 65u);
+  EXPECT_EQ(CountOf(html, "class=\"ix-frontier\""), 2u);
+  EXPECT_EQ(CountOf(html, ">no data</text>"), 2u);
+  EXPECT_EQ(CountOf(html, "<tr class=\"ix-row"), 18u);
+}
+
+TEST(ReportHtml, IsSelfContained) {
+  const std::string html = RenderReport(test::SampleReport());
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // only the SVG namespace
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  EXPECT_NE(html.find("<style>"), std::string::npos);
+}
+
+TEST(ReportHtml, HeaderCountsEntriesPerState) {
+  const std::string html = RenderReport(test::SampleReport());
+  EXPECT_NE(html.find("sw-20261205-182233-3f9a"), std::string::npos);
+  EXPECT_NE(html.find("full-sweep-fail-fast"), std::string::npos);
+  EXPECT_NE(html.find("2026-12-05 18:40:02 UTC"), std::string::npos);
+  EXPECT_NE(html.find("\xe2\x9c\x93 succeeded: 13</li>"), std::string::npos);
+  EXPECT_NE(html.find("\xe2\x9c\x97 failed: 2</li>"), std::string::npos);
+  EXPECT_NE(html.find("running: 1</li>"), std::string::npos);
+  EXPECT_NE(html.find("pending: 1</li>"), std::string::npos);
+  EXPECT_NE(html.find("cancelled: 1</li>"), std::string::npos);
+}
+
+TEST(ReportHtml, EscapesTheConfigKeyEverywhere) {
+  const std::string html = RenderReport(test::SampleReport());
+  EXPECT_EQ(html.find(test::kOddKey), std::string::npos);
+  EXPECT_EQ(html.find("<&>"), std::string::npos);
+  // Nav, section heading and three table rows.
+  EXPECT_EQ(CountOf(html, "llama&lt;&amp;&gt;&quot;q&#39;-fp8"), 5u);
+}
+
+TEST(ReportHtml, EnergyChartOnlyWhereAKeyHasValidPower) {
+  const std::string html = RenderReport(test::SampleReport());
+  const std::string first = SectionText(html, "config-1");
+  const std::string second = SectionText(html, "config-2");
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(second.empty());
+  EXPECT_EQ(CountOf(first, "data-chart=\"energy\""), 1u);
+  EXPECT_EQ(CountOf(first, "ix-no-energy"), 0u);
+  EXPECT_EQ(CountOf(second, "data-chart=\"energy\""), 0u);
+  EXPECT_EQ(CountOf(second, "ix-no-energy"), 1u);
+  EXPECT_EQ(CountOf(second, "data-chart=\"dep-sessions\""), 0u);
+}
+
+TEST(ReportHtml, TableMarksFailuresAndLinksLogs) {
+  const std::string html = RenderReport(test::SampleReport());
+  const std::string failed = Row(html, 7);  // tep4 conc 256
+  EXPECT_NE(failed.find("ix-failed"), std::string::npos) << failed;
+  EXPECT_NE(failed.find("\xe2\x9c\x97 failed"), std::string::npos);
+  EXPECT_NE(failed.find("engine exited with status 1 before ready (vllm-rank2)"), std::string::npos);
+  EXPECT_NE(failed.find("<a href=\"results/7/server.log\">server.log</a>"), std::string::npos);
+  EXPECT_EQ(CountOf(failed, "<td class=\"num\">\xe2\x80\x94</td>"), 5u);  // no metrics
+  const std::string ok = Row(html, 0);
+  EXPECT_EQ(ok.find("ix-failed"), std::string::npos);
+  EXPECT_NE(ok.find("<td class=\"ix-state\">\xe2\x9c\x93 succeeded</td>"), std::string::npos);
+  EXPECT_NE(ok.find("4242_0"), std::string::npos);
+  EXPECT_EQ(CountOf(html, "class=\"ix-row ix-state-failed ix-failed\""), 2u);
+  EXPECT_NE(Row(html, 12).find("<td>\xe2\x80\x94</td>"), std::string::npos);  // pending: no Slurm job
+}
+
+TEST(ReportHtml, UnsafeHrefsAreNotLinks) {
+  EXPECT_TRUE(IsSafeRelativeHref("results/3/server.log"));
+  EXPECT_TRUE(IsSafeRelativeHref("a/b:c.log"));
+  EXPECT_FALSE(IsSafeRelativeHref("javascript:alert(1)"));
+  EXPECT_FALSE(IsSafeRelativeHref("//evil.example/x"));
+  EXPECT_FALSE(IsSafeRelativeHref("a\\b"));
+  EXPECT_FALSE(IsSafeRelativeHref(""));
+  ReportData data = test::SampleReport();
+  data.entries[0].logs = {{"evil", "javascript:alert(1)"}, {"ok\"x", "x\".log"}};
+  const std::string html = RenderReport(data);
+  EXPECT_EQ(html.find("javascript:"), std::string::npos);
+  EXPECT_NE(Row(html, 0).find(">evil \xc2\xb7 <a href=\"x&quot;.log\">ok&quot;x</a>"), std::string::npos);
+}
+
+TEST(ReportHtml, EmptySweepRendersWithoutCharts) {
+  ReportData data;
+  data.sweep_id = "sw-empty";
+  const std::string html = RenderReport(data);
+  EXPECT_NE(html.find("This sweep has no entries."), std::string::npos);
+  EXPECT_EQ(CountOf(html, "<svg class=\"ix-chart\""), 0u);
+  EXPECT_EQ(CountOf(html, "<tr class=\"ix-row"), 0u);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+}
+
+TEST(ReportHtml, OutputIsDeterministic) {
+  EXPECT_EQ(RenderReport(test::SampleReport()), RenderReport(test::SampleReport()));
+}
+
+// Not a check: with IX_REPORT_SAMPLE_OUT set, writes the sample report
+// there, for tests/report_browser_test.sh to open in Chromium.
+TEST(ReportHtml, WritesTheSampleWhenAsked) {
+  const char* out = std::getenv("IX_REPORT_SAMPLE_OUT");
+  if (out == nullptr || *out == '\0') return;
+  std::ofstream file(out, std::ios::binary | std::ios::trunc);
+  file << RenderReport(test::SampleReport());
+  file.close();
+  EXPECT_TRUE(file.good()) << out;
+}
+
+}  // namespace
+}  // namespace ix
