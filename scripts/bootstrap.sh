@@ -15,6 +15,7 @@ PACKAGES=(
   python3 curl jq procps iproute2 util-linux
   clang libclang-rt-14-dev
   rpm rpmlint groff-base gpg gpg-agent gpgconf
+  chromium chromium-driver fonts-dejavu-core
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -374,6 +374,12 @@ class Supervision {
     }
     const std::string obtained_json = ObtainedJson(obtained);
     WriteIn(o_.run_dir_fd, o_.run_dir, "placement-obtained.json", obtained_json + "\n");
+    // Also beside the results, as the job user, for the agg result's "ix"
+    // key: the step's GPUs and where each process was bound.
+    std::string gpus;
+    for (int g : o_.node_gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    WriteIn(o_.result_dir_fd, o_.result_dir, "step-placement.json",
+            "{\"gpus\":[" + gpus + "],\"processes\":" + obtained_json + "}\n");
     events_.Send("placement", o_.step, {}, {{"obtained", obtained_json}});
     SendTelemetry();
     return std::nullopt;

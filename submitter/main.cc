@@ -9,6 +9,8 @@
 #include "submitter/images_command.h"
 #include "submitter/matrix_command.h"
 #include "submitter/plan_command.h"
+#include "submitter/report_command.h"
+#include "submitter/results_command.h"
 #include "submitter/status_command.h"
 #include "submitter/sweep/sweep_task.h"
 #include "submitter/sweep_command.h"
@@ -23,6 +25,9 @@ int main(int argc, char** argv) {
            "the InferenceX benchmark matrix from master-config files (full-sweep, test-config)"},
           {"sweep", ix::RunSweepCommand, "submit a sweep: canary, one throttled sbatch array per bucket, fail-fast, watch"},
           {"status", ix::RunStatusCommand, "the sweeps in the database, or the entries of one"},
+          {"results", ix::RunResultsCommand,
+           "a sweep's results: InferenceX's agg list (as collect_results.py makes it), JSON or CSV"},
+          {"report", ix::RunReportCommand, "a sweep as one self-contained HTML report with charts"},
           {"task", ix::RunTaskCommand, "run one entry of a sweep inside its Slurm job (used by the sweep's scripts)"},
           {"images", ix::RunImagesCommand, "the container images of config rows and their squash files: list, import"},
           {"serve", ix::RunServeCommand, "the collector: node agents send events and result files here (HTTP)"},

@@ -219,7 +219,7 @@ class Loader {
     if (field == "engine") {
       r_.CheckKeys(node, field, {"log", "argv", "env", "readiness", "numa_flags"});
     } else {
-      r_.CheckKeys(node, field, {"log", "argv", "env", "readiness"});
+      r_.CheckKeys(node, field, {"log", "version", "argv", "env", "readiness"});
     }
     ProcessTemplate p;
     p.name = field;
@@ -228,6 +228,7 @@ class Loader {
       p.log = r_.String(log, Child(field, "log"));
       if (!IsLowerName(p.log)) r_.Fail(log, Child(field, "log"), "must be a plain file name");
     }
+    if (const uint32_t v = r_.Find(node, "version"); v != kNone) p.version = r_.String(v, Child(field, "version"));
     p.argv = LoadArgv(r_.Required(node, field, "argv"), Child(field, "argv"));
     if (const uint32_t env = r_.Find(node, "env"); env != kNone) p.env = LoadEnv(env, Child(field, "env"));
     if (const uint32_t nf = r_.Find(node, "numa_flags"); nf != kNone) {

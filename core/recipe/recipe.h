@@ -77,6 +77,9 @@ struct ReadinessTemplate {
 struct ProcessTemplate {
   std::string name;
   std::string log;  // file name in the step's result directory
+  // router only: the version of the program the image ships (vllm-router
+  // "0.1.14"), reported in results as ROUTER_METADATA; "" = not declared.
+  std::string version;
   std::vector<ArgTemplate> argv;
   std::vector<EnvTemplate> env;
   std::vector<ReadinessTemplate> readiness;

@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -116,6 +117,7 @@ void WriteEntry(JsonWriter& w, const PlannedEntry& e) {
   w.Key("eval_only"); w.Bool(e.eval_only);
   w.Key("image"); String(w, e.image);
   w.Key("model_path"); String(w, e.model_path);
+  w.Key("router_version"); String(w, e.router_version);
   w.Key("entry"); w.RawValue(e.entry_json.c_str(), e.entry_json.size(), rapidjson::kObjectType);
   w.EndObject();
 }
@@ -191,6 +193,13 @@ PlannedEntry ReadEntry(const Fields& f) {
   p.eval_only = f.Bool("eval_only");
   p.image = f.Str("image");
   p.model_path = f.Str("model_path");
+  p.router_version = f.Str("router_version");
+  if (f.o.HasMember("entry") && f.o["entry"].IsObject()) {
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    f.o["entry"].Accept(w);
+    p.entry_json.assign(buf.GetString(), buf.GetSize());
+  }
   return p;
 }
 

@@ -96,6 +96,7 @@ Status FillEntry(const MatrixEntry& e, const Recipe& recipe, PlannedEntry& p) {
   for (const RecipeVariable& v : recipe.variables) {
     if (v.name == "MODEL_PATH") p.model_path = e.eval_only && v.eval_only_value ? *v.eval_only_value : v.value;
   }
+  if (arm->router && recipe.router) p.router_version = recipe.router->version;
   std::string json = MatrixToJson({e});
   p.entry_json = json.size() >= 2 ? json.substr(1, json.size() - 2) : json;  // [{...}] -> {...}
   return Ok{};

@@ -38,6 +38,7 @@ struct PlannedEntry {
   bool eval_only = false;
   std::string image;       // the config row's `image`
   std::string model_path;  // the recipe's MODEL_PATH (eval-only value for eval entries); "" = none
+  std::string router_version;  // the recipe router's declared version (ROUTER_METADATA); "" = no router or none declared
   std::string entry_json;  // the matrix entry, as `ixsubmit matrix` prints it
 };
 

@@ -16,6 +16,8 @@
 #include "core/base/file_text.h"
 #include "core/base/paths.h"
 #include "core/process/process.h"
+#include "submitter/results/benchmark_env.h"
+#include "submitter/results/entry_result.h"
 #include "submitter/sweep/slurm_cli.h"
 #include "submitter/sweep/sweep_container.h"
 #include "submitter/sweep/sweep_files.h"
@@ -81,14 +83,16 @@ void ExplainFailure(const std::string& rdir, StepOutcome& o) {
 // Runs the step (`argv`, srun) with its output in `rdir`/step.log and waits
 // for it.
 // IX_SWEEP_ID and IX_SWEEP_ENTRY name the entry in the step's events.
+// `contract`: the benchmark environment (benchmark_env.h) the client gets.
 StepOutcome RunStep(const std::vector<std::string>& argv, const std::string& rdir, const std::string& sweep,
-                    int64_t entry) {
+                    int64_t entry, const EnvVars& contract) {
   SpawnSpec spec;
   spec.name = "srun";
   spec.argv = argv;
-  spec.env = BuildEnvironment(CurrentEnvironment(), {{"IX_RESULT_DIR", rdir},
-                                                     {"IX_SWEEP_ID", sweep},
-                                                     {"IX_SWEEP_ENTRY", std::to_string(entry)}});
+  std::vector<std::pair<std::string, std::string>> add = {
+      {"IX_RESULT_DIR", rdir}, {"IX_SWEEP_ID", sweep}, {"IX_SWEEP_ENTRY", std::to_string(entry)}};
+  add.insert(add.end(), contract.begin(), contract.end());
+  spec.env = BuildEnvironment(CurrentEnvironment(), add);
   spec.log_path = rdir + "/step.log";
   Result<SpawnedProcess> p = Spawn(spec);
   StepOutcome o;
@@ -135,6 +139,38 @@ std::optional<int> ParseTaskArgs(const std::vector<std::string>& args, std::stri
   }
   if (dir.empty() || key.empty()) return std::cerr << kUsage, 2;
   return std::nullopt;
+}
+
+// The environment contract of entry `e` on this node, also written to
+// benchmark.env in `rdir`; empty (said why) when the entry has none.
+EnvVars WriteContract(const PlannedEntry& e, const std::string& rdir) {
+  std::string node = Env("SLURMD_NODENAME");
+  if (node.empty()) {
+    char host[256] = {};
+    (void)::gethostname(host, sizeof host - 1);
+    node = host;
+  }
+  Result<EnvVars> env = BenchmarkEnvironment(e, node);
+  if (!env) {
+    std::fprintf(stderr, "ixsubmit task: no benchmark environment: %s\n", env.error().message.c_str());
+    return {};
+  }
+  if (Status s = WriteFileAtomic(rdir + "/benchmark.env", EnvFileText(env.value())); !s) {
+    std::fprintf(stderr, "ixsubmit task: %s\n", s.error().message.c_str());
+  }
+  return env.value();
+}
+
+// After a successful step: agg_RESULT_FILENAME.json, as InferenceX's
+// process_result.py would write it (entry_result.h).
+void WriteAgg(const SweepManifest& m, const PlannedEntry& e, const std::string& rdir, const EnvVars& contract,
+              const std::string& task) {
+  if (contract.empty() || !HasAggResult(contract)) return;
+  EntryRunInfo run{m.sweep_id, e.index, e.config_key, e.recipe, e.arm, Env("SLURM_JOB_ID"), task,
+                   EnvValue(contract, "RUNNER_NAME")};
+  Result<std::string> agg = WriteEntryAgg(rdir, contract, run);
+  if (agg) std::printf("ixsubmit task: InferenceX result %s\n", agg.value().c_str());
+  else std::printf("ixsubmit task: no InferenceX agg result: %s\n", agg.error().message.c_str());
 }
 
 }  // namespace
@@ -198,7 +234,9 @@ int RunTaskCommand(const std::vector<std::string>& args) {
     if (a.rfind("--container-image=", 0) == 0) std::printf("ixsubmit task: container image %s\n", a.c_str() + 18);
   }
   std::fflush(stdout);
-  const StepOutcome o = RunStep(argv, rdir, m.value().sweep_id, e.index);
+  const EnvVars contract = WriteContract(e, rdir);
+  const StepOutcome o = RunStep(argv, rdir, m.value().sweep_id, e.index, contract);
+  if (o.code == 0) WriteAgg(m.value(), e, rdir, contract, task);
   WriteStatus(rdir, m.value().sweep_id, o.code == 0 ? "succeeded" : "failed", task, started, Now(), o.code, o.reason,
               o.process);
   // The results first, then the state that says the entry is over.

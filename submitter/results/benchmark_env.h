@@ -1,0 +1,44 @@
+// The environment contract: the variables InferenceX's workflow
+// (benchmark-tmpl.yml) gives the benchmark client and utils/process_result.py
+// reads, made from a sweep entry's matrix entry, so a client in a sweep step
+// sees what it would see in InferenceX's CI and the results are named and
+// computed the same way. The task passes them to the step and writes them
+// to benchmark.env in the entry's result directory.
+//
+// Invariants: names are unique and in a fixed order; every value is the
+// workflow's text for it (booleans "true"/"false", numbers in decimal);
+// RESULT_FILENAME is InferenceX's name for the run:
+//   EXP_PRECISION_FRAMEWORK_tpT-ppP-dcpD-pcpC-epE-dpaA_disagg-G_spec-S_concN_RUNNER
+//   (+ _recipe-FINGERPRINT16 when the row has a recipe fingerprint), where
+//   RUNNER is the runner name, here the Slurm node the step ran on.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/base/result.h"
+#include "submitter/sweep/sweep_plan.h"
+
+namespace ix {
+
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+// The contract for `e` run on runner `runner_name` (a node name). Errors:
+// an entry without the fields of a single-node fixed-seq-len or agentic
+// row (the message names the field).
+Result<EnvVars> BenchmarkEnvironment(const PlannedEntry& e, const std::string& runner_name);
+
+// Whether InferenceX makes an agg result for it (process_result.py runs
+// for fixed-seq-len throughput runs only: not eval-only, not agentic).
+bool HasAggResult(const EnvVars& env);
+
+// benchmark.env's text: one NAME='value' line per variable, quoted so
+// that `. benchmark.env` (any POSIX shell) sets exactly the value, and
+// `set -a; . benchmark.env` exports them.
+std::string EnvFileText(const EnvVars& env);
+
+// The value of `name` in `env`, or "" when absent.
+std::string EnvValue(const EnvVars& env, const std::string& name);
+
+}  // namespace ix

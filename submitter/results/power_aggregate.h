@@ -1,0 +1,48 @@
+// InferenceX's utils/aggregate_power.py (single node), in C++: integrates
+// each GPU's power from gpu_metrics.csv over the client's benchmark window
+// (trapezoids, linear interpolation at the window's ends), decides
+// power_valid by the same rules (bracketed window, no gap over 3 s, the
+// expected number of GPUs, a sane benchmark window and token counts), and
+// patches the agg result the same way: the power keys removed, then
+// power_metric_schema_version, power_valid and, when valid, the energy
+// metrics rounded as Python's round() does. Same order of floating-point
+// operations as the Python, so the numbers are equal, not just close.
+//
+// Not ported: the validation sidecar (power_validation_*.json) and the
+// AMD accumulator cross-check, which do not change the agg result; ISO 8601
+// timestamps (nvidia-smi's format and epoch numbers are read, which is
+// what the node agent writes).
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ix {
+
+// What one integration found: valid or the reasons why not (in the order
+// aggregate_power.py finds them), and the energy when every GPU had some.
+struct PowerIntegration {
+  std::vector<std::string> reasons;
+  std::vector<std::string> gpu_ids;  // observed, sorted as _gpu_sort_key sorts
+  std::optional<double> total_gpu_energy_j, avg_total_gpu_power_w, avg_power_w;
+  bool valid() const { return reasons.empty(); }
+};
+
+// integrate_power(): `csv` is the file's text.
+PowerIntegration IntegratePower(const std::string& csv, double start_unix, double end_unix, int expected_gpus,
+                                double max_sample_gap_s = 3.0);
+
+// run(): validates the benchmark result `bench` (the client's JSON),
+// integrates `csv` (nullopt: no file) and patches `agg` in place. Returns
+// the reasons power is invalid (empty: valid).
+std::vector<std::string> AggregatePower(const std::optional<std::string>& csv, const rapidjson::Value& bench,
+                                        rapidjson::Document& agg, int expected_gpus);
+
+// Python's datetime.strptime(s, "%Y/%m/%d %H:%M:%S[.%f]").timestamp() (local
+// time) or a plain epoch number (ms when above 1e12), as _parse_timestamp.
+std::optional<double> ParsePowerTimestamp(const std::string& s);
+
+}  // namespace ix

@@ -1,0 +1,147 @@
+#include "submitter/results/python_json.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace ix {
+namespace {
+
+// The shortest round-trip digits of |x| and its decimal point position
+// (x = 0.DIGITS * 10^decpt), as Python's dtoa mode 0 gives them.
+void ShortestDigits(double x, std::string& digits, int& decpt) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, std::fabs(x), std::chars_format::scientific);
+  const std::string s(buf, r.ptr);  // "d.ddde+XX"
+  const size_t e = s.find('e');
+  digits.clear();
+  for (size_t i = 0; i < e; ++i) {
+    if (s[i] != '.') digits += s[i];
+  }
+  decpt = std::atoi(s.c_str() + e + 1) + 1;
+}
+
+void AppendString(std::string& out, const char* s, size_t n) {
+  out += '"';
+  for (size_t i = 0; i < n;) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    unsigned cp = c;
+    size_t len = 1;
+    if (c >= 0xF0) len = 4, cp = c & 0x07;
+    else if (c >= 0xE0) len = 3, cp = c & 0x0F;
+    else if (c >= 0xC0) len = 2, cp = c & 0x1F;
+    if (i + len > n) len = 1, cp = c;  // truncated sequence: the byte as it is
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    i += len;
+    char esc[16];
+    switch (cp) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
+      default: break;
+    }
+    if (cp >= 0x20 && cp < 0x7F) {
+      out += static_cast<char>(cp);
+    } else if (cp > 0xFFFF) {  // a surrogate pair, as Python writes it
+      const unsigned v = cp - 0x10000;
+      std::snprintf(esc, sizeof esc, "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+      out += esc;
+    } else {
+      std::snprintf(esc, sizeof esc, "\\u%04x", cp);
+      out += esc;
+    }
+  }
+  out += '"';
+}
+
+void Dump(std::string& out, const rapidjson::Value& v, int indent, int level) {
+  const std::string nl = indent > 0 ? "\n" + std::string(static_cast<size_t>(indent * (level + 1)), ' ') : "";
+  const std::string close = indent > 0 ? "\n" + std::string(static_cast<size_t>(indent * level), ' ') : "";
+  const char* sep = indent > 0 ? "," : ", ";
+  if (v.IsObject()) {
+    if (v.MemberCount() == 0) return void(out += "{}");
+    out += '{';
+    bool first = true;
+    for (const auto& m : v.GetObject()) {
+      if (!first) out += sep;
+      first = false;
+      out += nl;
+      AppendString(out, m.name.GetString(), m.name.GetStringLength());
+      out += ": ";
+      Dump(out, m.value, indent, level + 1);
+    }
+    out += close + '}';
+  } else if (v.IsArray()) {
+    if (v.Size() == 0) return void(out += "[]");
+    out += '[';
+    bool first = true;
+    for (const auto& e : v.GetArray()) {
+      if (!first) out += sep;
+      first = false;
+      out += nl;
+      Dump(out, e, indent, level + 1);
+    }
+    out += close + ']';
+  } else if (v.IsString()) {
+    AppendString(out, v.GetString(), v.GetStringLength());
+  } else if (v.IsBool()) {
+    out += v.GetBool() ? "true" : "false";
+  } else if (v.IsNull()) {
+    out += "null";
+  } else if (v.IsInt64()) {
+    out += std::to_string(v.GetInt64());
+  } else if (v.IsUint64()) {
+    out += std::to_string(v.GetUint64());
+  } else {
+    out += PyFloatRepr(v.GetDouble());
+  }
+}
+
+}  // namespace
+
+std::string PyFloatRepr(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
+  if (x == 0) return std::signbit(x) ? "-0.0" : "0.0";
+  std::string d;
+  int decpt = 0;
+  ShortestDigits(x, d, decpt);
+  std::string out = x < 0 ? "-" : "";
+  if (decpt > -4 && decpt <= 16) {  // Python's repr: fixed notation
+    if (decpt <= 0) {
+      out += "0." + std::string(static_cast<size_t>(-decpt), '0') + d;
+    } else if (static_cast<size_t>(decpt) >= d.size()) {
+      out += d + std::string(static_cast<size_t>(decpt) - d.size(), '0') + ".0";
+    } else {
+      out += d.substr(0, static_cast<size_t>(decpt)) + "." + d.substr(static_cast<size_t>(decpt));
+    }
+    return out;
+  }
+  out += d.substr(0, 1);
+  if (d.size() > 1) out += "." + d.substr(1);
+  const int e = decpt - 1;
+  char exp[16];
+  std::snprintf(exp, sizeof exp, "e%c%02d", e < 0 ? '-' : '+', std::abs(e));
+  return out + exp;
+}
+
+std::string PyJsonDumps(const rapidjson::Value& v, int indent) {
+  std::string out;
+  Dump(out, v, indent, 0);
+  return out;
+}
+
+double PyRound(double x, int ndigits) {
+  if (!std::isfinite(x)) return x;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%.*f", ndigits, x);
+  return std::strtod(buf, nullptr);
+}
+
+}  // namespace ix
