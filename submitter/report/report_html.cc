@@ -39,6 +39,7 @@ table.ix-entries th, table.ix-entries td { border: 1px solid #cccccc; padding: 3
 table.ix-entries th { background: #f0f0f0; position: sticky; top: 0; }
 table.ix-entries td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.ix-entries td.ix-placement { font-size: 12px; }
+table.ix-entries td.ix-state { white-space: nowrap; }
 tr.ix-failed td { background: #fdecea; }
 tr.ix-failed td:first-child { border-left: 4px solid #a50e0e; }
 tr.ix-failed td.ix-state { font-weight: 700; color: #a50e0e; }

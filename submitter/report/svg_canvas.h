@@ -36,7 +36,7 @@ SeriesStyle DefaultStyle(size_t i);
 // [left, width - right] x [top, top + plot_height]; x tick labels below it,
 // the x axis label `axis_gap` below it, then the legend (legend_rows of 18).
 struct ChartFrame {
-  int width = 720;
+  int width = 680;
   double left = 76, right = 24, top = 44, plot_height = 300, axis_gap = 40;
   int legend_rows = 0;
 

@@ -119,6 +119,7 @@ std::string RenderXyChart(const XyChart& chart) {
   const Bounds b = DataBounds(chart);
   if (!b.any) {
     frame.legend_rows = 0;
+    frame.plot_height = std::min(frame.plot_height, 120.0);  // nothing to show: a short chart
     AppendChartOpen(out, chart.kind, chart.title, frame);
     AppendPlotBorder(out, frame);
     AppendNoData(out, frame);
