@@ -4,6 +4,7 @@
 #include <rapidjson/stringbuffer.h>
 
 #include <algorithm>
+#include <ctime>
 
 #include "serving_metrics.h"
 
@@ -44,13 +45,79 @@ void put(JsonWriter& w, const char* key, const std::optional<T>& v) {
   }
 }
 
-// mean_NAME_ms, median_NAME_ms, std_NAME_ms, p99_NAME_ms, as the real
-// client names them.
+// mean_NAME_ms, median_NAME_ms, std_NAME_ms and pP_NAME_ms for P in 90, 99,
+// 99.9, in the order the real client adds them.
 void write_stats(JsonWriter& w, const std::string& name, const MetricStats& s) {
   put(w, ("mean_" + name + "_ms").c_str(), s.mean);
   put(w, ("median_" + name + "_ms").c_str(), s.median);
   put(w, ("std_" + name + "_ms").c_str(), s.std);
+  put(w, ("p90_" + name + "_ms").c_str(), s.p90);
   put(w, ("p99_" + name + "_ms").c_str(), s.p99);
+  put(w, ("p99.9_" + name + "_ms").c_str(), s.p99_9);
+}
+
+void write_ints(JsonWriter& w, const char* key, const std::vector<int>& values) {
+  w.Key(key);
+  w.StartArray();
+  for (int v : values) w.Int(v);
+  w.EndArray();
+}
+
+// benchmark_serving.py's keys, in its order: save_result's settings, then
+// benchmark()'s result less ttfts, itls, generated_texts and errors.
+void write_serving_result(JsonWriter& w, const Config& cfg, const std::vector<Record>& records, double start_unix,
+                          double end_unix) {
+  const double duration = end_unix - start_unix;
+  std::vector<ServedRequest> served;
+  std::vector<int> input_lens, output_lens;
+  for (const Record& r : records) {
+    const bool ok = r.error.empty();
+    if (ok) served.push_back({r.latency_ms, r.ttft_ms.value_or(0), r.input_len, r.completion_tokens});
+    input_lens.push_back(r.input_len);
+    output_lens.push_back(ok ? r.completion_tokens : 0);
+  }
+  const ServingMetrics m = ComputeServingMetrics(served, duration);
+  put(w, "date", result_date(end_unix));
+  put(w, "backend", std::string("openai-chat"));  // its /v1/chat/completions client
+  put(w, "model_id", cfg.model);
+  put(w, "tokenizer_id", cfg.model);
+  put(w, "best_of", 1);
+  put(w, "num_prompts", cfg.requests());
+  put(w, "request_rate", std::string("inf"));
+  put(w, "burstiness", 1.0);
+  put(w, "max_concurrency", cfg.concurrency);
+  put(w, "duration", duration);
+  put(w, "benchmark_start_time_unix", start_unix);
+  put(w, "benchmark_end_time_unix", end_unix);
+  put(w, "completed", m.completed);
+  put(w, "total_input_tokens", static_cast<int64_t>(m.total_input_tokens));
+  put(w, "total_output_tokens", static_cast<int64_t>(m.total_output_tokens));
+  put(w, "request_throughput", m.request_throughput);
+  w.Key("request_goodput:");  // sic; null without --goodput
+  w.Null();
+  put(w, "output_throughput", m.output_throughput);
+  put(w, "total_token_throughput", m.total_token_throughput);
+  write_ints(w, "input_lens", input_lens);
+  write_ints(w, "output_lens", output_lens);
+  write_stats(w, "ttft", m.ttft);
+  write_stats(w, "tpot", m.tpot);
+  write_stats(w, "itl", m.itl);
+  write_stats(w, "e2el", m.e2el);
+}
+
+// The drawn lengths' settings, or null when the lengths were not drawn.
+void write_lengths(JsonWriter& w, const Config& cfg) {
+  w.Key("lengths");
+  if (!cfg.lengths) {
+    w.Null();
+    return;
+  }
+  w.StartObject();
+  put(w, "isl", cfg.lengths->isl);
+  put(w, "osl", cfg.lengths->osl);
+  put(w, "range_ratio", cfg.lengths->range_ratio);
+  put(w, "seed", static_cast<int64_t>(cfg.lengths->seed));
+  w.EndObject();
 }
 
 void write_record(JsonWriter& w, const Record& r) {
@@ -63,6 +130,8 @@ void write_record(JsonWriter& w, const Record& r) {
   put(w, "status", r.status);
   put(w, "completion_tokens", r.completion_tokens);
   put(w, "prompt_tokens", r.prompt_tokens);
+  put(w, "input_len", r.input_len);
+  put(w, "max_tokens", r.max_tokens);
   if (!r.error.empty()) put(w, "error", r.error);
   w.EndObject();
 }
@@ -128,18 +197,23 @@ Summary summarize(const std::vector<Record>& records) {
   return s;
 }
 
+std::string result_date(double unix_s) {
+  const auto t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
 std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
                         double start_unix, double end_unix) {
-  const double wall_s = end_unix - start_unix;
-  std::vector<ServedRequest> served;
-  for (const Record& r : records) {
-    if (r.error.empty()) served.push_back({r.latency_ms, r.ttft_ms.value_or(0), r.prompt_tokens, r.completion_tokens});
-  }
-  const ServingMetrics m = ComputeServingMetrics(served, wall_s);
   rapidjson::StringBuffer sb;
   JsonWriter w(sb);
   w.SetIndent(' ', 2);
+  w.SetFormatOptions(rapidjson::kFormatSingleLineArray);  // input_lens etc. one line each
   w.StartObject();
+  write_serving_result(w, cfg, records, start_unix, end_unix);
   put(w, "endpoint", cfg.endpoint);
   put(w, "model", cfg.model);
   put(w, "sessions", cfg.sessions);
@@ -147,26 +221,12 @@ std::string result_json(const Config& cfg, const std::vector<Record>& records, c
   put(w, "concurrency", cfg.concurrency);
   put(w, "stream", cfg.stream);
   put(w, "x_session_id_header", true);
-  put(w, "model_id", cfg.model);
-  put(w, "max_concurrency", cfg.concurrency);
-  put(w, "benchmark_start_time_unix", start_unix);
-  put(w, "benchmark_end_time_unix", end_unix);
-  put(w, "duration", wall_s);
-  put(w, "completed", m.completed);
-  put(w, "total_input_tokens", static_cast<int64_t>(m.total_input_tokens));
-  put(w, "total_output_tokens", static_cast<int64_t>(m.total_output_tokens));
-  put(w, "request_throughput", m.request_throughput);
-  put(w, "output_throughput", m.output_throughput);
-  put(w, "total_token_throughput", m.total_token_throughput);
-  write_stats(w, "ttft", m.ttft);
-  write_stats(w, "tpot", m.tpot);
-  write_stats(w, "itl", m.itl);
-  write_stats(w, "e2el", m.e2el);
+  write_lengths(w, cfg);
   w.Key("requests");
   w.StartArray();
   for (const auto& r : records) write_record(w, r);
   w.EndArray();
-  write_summary(w, summary, records.size(), wall_s);
+  write_summary(w, summary, records.size(), end_unix - start_unix);
   w.EndObject();
   return std::string(sb.GetString()) + "\n";
 }

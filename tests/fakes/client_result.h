@@ -23,8 +23,10 @@ struct Record {
   std::optional<int> rank;
   int status = 0;  // HTTP status; 0 when no response came
   std::string error;
-  int completion_tokens = 0;
-  int prompt_tokens = 0;
+  int completion_tokens = 0;  // the engine's usage
+  int prompt_tokens = 0;      // the engine's usage
+  int input_len = 0;          // the prompt's tokens by the client's count (what input_lens lists)
+  int max_tokens = 0;         // asked for (with ignore_eos when the lengths are drawn)
 };
 
 // What the result's summary says of the records. session_ranks holds -1 for
@@ -43,12 +45,20 @@ struct Summary {
 
 Summary summarize(const std::vector<Record>& records);
 
-// The result file's text: the run's settings, the records, the summary,
-// and the fields of benchmark_serving.py's result by its rules
-// (serving_metrics.h): the benchmark window (`start_unix` to `end_unix`),
-// `duration`, `completed`, the token totals, the throughputs, and mean,
-// median, std and p99 of TTFT, TPOT, ITL and E2EL in ms.
+// The result file's text: first benchmark_serving.py's result as it saves
+// it (save_result without --save-detailed, InferenceX's flags: random
+// dataset, request rate inf, percentiles 90, 99, 99.9), the same keys in the
+// same order with the same types, by its rules (serving_metrics.h): the
+// settings, the benchmark window (`start_unix` to `end_unix`), counts and
+// token totals, throughputs, input_lens/output_lens, then mean, median, std
+// and percentiles of TTFT, TPOT, ITL and E2EL in ms. Then the fake's own
+// keys: the run's settings, the records and the summary. No key of the
+// fake's own ends in "ms" or has "tpot" in it: InferenceX's
+// process_result.py converts every such key.
 std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,
                         double start_unix, double end_unix);
+
+// benchmark_serving.py's "date": local time as "%Y%m%d-%H%M%S".
+std::string result_date(double unix_s);
 
 }  // namespace ixfake::client

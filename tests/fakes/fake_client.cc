@@ -1,10 +1,15 @@
-// ix-fake-client: stands in for AIPerf in tests. Runs S multi-turn chat
-// sessions against $IX_ENDPOINT (else $AIPERF_SERVER_URL), each with its own
-// X-Session-ID, and writes a result JSON with the latency, time to first
-// token and serving data-parallel rank of every turn. Exits 1 when any
-// request failed, so a broken server fails the step.
-// The command line is client_args.h, the result file client_result.h; this
-// file runs the sessions. Documentation: tests/fakes/README.md.
+// ix-fake-client: stands in for AIPerf and InferenceX's benchmark_serving.py
+// in tests. Runs S multi-turn chat sessions against $IX_ENDPOINT (else
+// $AIPERF_SERVER_URL), each with its own X-Session-ID, and writes
+// benchmark_serving.py's result file (its keys, order and rules) followed by
+// the latency, time to first token and serving data-parallel rank of every
+// turn. With $ISL/$OSL, every request's input and output length is drawn as
+// benchmark_serving.py draws them. Exits 1 when any request failed, so a
+// broken server fails the step.
+// The command line is client_args.h, the drawn lengths random_lengths.h, the
+// prompts chat_prompt.h, the result file client_result.h and
+// serving_metrics.h; this file runs the sessions. Documentation:
+// tests/fakes/README.md.
 #include <httplib.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -23,8 +28,10 @@
 #include <vector>
 
 #include "client_args.h"
+#include "chat_prompt.h"
 #include "client_result.h"
 #include "fake_common.h"
+#include "random_lengths.h"
 
 namespace {
 
@@ -44,12 +51,9 @@ std::unique_ptr<httplib::Client> make_client(const Config& cfg) {
   return cli;
 }
 
-struct Message {
-  std::string role;
-  std::string content;
-};
-
-std::string request_body(const Config& cfg, const std::vector<Message>& messages) {
+// The body of one chat request: `ignore_eos` asks vLLM for exactly
+// max_tokens tokens (benchmark_serving.py's --ignore-eos).
+std::string request_body(const Config& cfg, const std::vector<Message>& messages, int max_tokens, bool ignore_eos) {
   rapidjson::StringBuffer sb;
   rapidjson::Writer<rapidjson::StringBuffer> w(sb);
   w.StartObject();
@@ -67,7 +71,11 @@ std::string request_body(const Config& cfg, const std::vector<Message>& messages
   }
   w.EndArray();
   w.Key("max_tokens");
-  w.Int(cfg.max_tokens);
+  w.Int(max_tokens);
+  if (ignore_eos) {
+    w.Key("ignore_eos");
+    w.Bool(true);
+  }
   w.Key("stream");
   w.Bool(cfg.stream);
   if (cfg.stream) {
@@ -185,7 +193,7 @@ std::string run_turn(httplib::Client& cli, const Config& cfg, const std::string&
   req.headers.emplace("X-Session-ID", session);
   req.headers.emplace("Content-Type", "application/json");
   if (cfg.stream) req.headers.emplace("Accept", "text/event-stream");
-  req.body = request_body(cfg, messages);
+  req.body = request_body(cfg, messages, rec.max_tokens, cfg.lengths.has_value());
 
   ResponseReader reader(cfg, rec);
   req.content_receiver = [&](const char* data, std::size_t len, std::uint64_t, std::uint64_t) {
@@ -242,6 +250,53 @@ std::string discover_model(const Config& cfg, std::string& error) {
 
 // ---------------------------------------------------------------- sessions
 
+// What each request of a session asks: its turn's messages and max_tokens.
+// Without drawn lengths, the whole conversation so far and a short question;
+// with them, the turn fitted to the request's drawn input length
+// (chat_prompt.h; the context slides, so a session's history stays within
+// about ISL + OSL) and the drawn output length.
+class TurnPlanner {
+ public:
+  explicit TurnPlanner(const Config& cfg) : cfg_(cfg) {
+    if (cfg.lengths) drawn_ = draw_lengths(*cfg.lengths, cfg.requests());
+  }
+
+  // The messages of turn `turn` of session number `s`, given its history;
+  // sets the record's input_len and max_tokens.
+  std::vector<Message> plan(int s, int turn, const std::string& session, const std::vector<Message>& history,
+                            Record& rec) const {
+    std::vector<Message> messages;
+    if (!cfg_.lengths) {
+      messages = history;
+      messages.push_back({"user", strprintf("Session %s, turn %d: tell me something short.", session.c_str(), turn)});
+      rec.max_tokens = cfg_.max_tokens;
+    } else {
+      const auto i = static_cast<std::size_t>(s) * static_cast<std::size_t>(cfg_.turns) + static_cast<std::size_t>(turn);
+      const std::uint64_t seed = (static_cast<std::uint64_t>(cfg_.lengths->seed) << 32) ^ i;
+      messages = fit_turn(history, strprintf("Session %s, turn %d:", session.c_str(), turn), drawn_.input[i], seed);
+      rec.max_tokens = std::max(drawn_.output[i], 1);  // int(1 * ratio) may draw 0; vLLM wants 1 at least
+    }
+    rec.input_len = chat_tokens(messages);
+    return messages;
+  }
+
+ private:
+  const Config& cfg_;
+  DrawnLengths drawn_;
+};
+
+// The engine's usage against what was asked: with drawn lengths they must
+// agree (the fake engine counts as the client does, ignore_eos is exact);
+// a mismatch is logged, not fatal (a real engine tokenizes differently).
+void check_usage(const Config& cfg, const Record& rec) {
+  if (!cfg.lengths || !rec.error.empty()) return;
+  if (rec.prompt_tokens != rec.input_len || rec.completion_tokens != rec.max_tokens) {
+    ixfake::logf("session %s turn %d: the engine counted %d prompt and %d completion tokens; asked %d and %d",
+                 rec.session.c_str(), rec.turn, rec.prompt_tokens, rec.completion_tokens, rec.input_len,
+                 rec.max_tokens);
+  }
+}
+
 // Runs every session, cfg.concurrency at a time; the records sorted by
 // session number and turn. The first failure stops new turns unless
 // --keep-going (a session never goes on past its failed turn).
@@ -250,6 +305,7 @@ std::vector<Record> run_sessions(const Config& cfg) {
   std::vector<Record> records;
   std::atomic<int> next_session{0};
   std::atomic<bool> stop{false};
+  const TurnPlanner planner(cfg);
   auto worker = [&] {
     auto cli = make_client(cfg);
     for (;;) {
@@ -258,11 +314,12 @@ std::vector<Record> run_sessions(const Config& cfg) {
       std::string session = cfg.session_prefix + std::to_string(s);
       std::vector<Message> history;
       for (int turn = 0; turn < cfg.turns && !stop.load(); ++turn) {
-        history.push_back({"user", strprintf("Session %s, turn %d: tell me something short.", session.c_str(), turn)});
         Record rec;
         rec.session = session;
         rec.turn = turn;
+        history = planner.plan(s, turn, session, history, rec);
         std::string reply = run_turn(*cli, cfg, session, history, rec);
+        check_usage(cfg, rec);
         bool failed = !rec.error.empty();
         {
           std::lock_guard<std::mutex> lock(m);
@@ -305,6 +362,11 @@ int main(int argc, char** argv) {
   ixfake::logf("endpoint %s, model '%s': %d sessions x %d turns, concurrency %d, %s%s", cfg.endpoint.c_str(),
                cfg.model.c_str(), cfg.sessions, cfg.turns, cfg.concurrency, cfg.stream ? "streaming" : "not streaming",
                cfg.aiperf_session_header_var ? "" : " (X-Session-ID is sent even without AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID=1)");
+  if (cfg.lengths) {
+    ixfake::logf("lengths drawn as benchmark_serving.py's random dataset: ISL %d, OSL %d, range ratio %g, seed %u "
+                 "(ignore_eos; --max-tokens unused)",
+                 cfg.lengths->isl, cfg.lengths->osl, cfg.lengths->range_ratio, cfg.lengths->seed);
+  }
 
   // The benchmark window in unix time, as benchmark_serving.py records it
   // (power telemetry is matched against it); latencies use the steady clock.

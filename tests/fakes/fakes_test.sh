@@ -295,6 +295,86 @@ kill -TERM "$ENGINE"
 wait_exit "$ENGINE" 2
 ok "FAKE_VLLM_FAULT_ONLY_IF_ARG picks the matrix entry; DP 1 still has EngineCore_DP0"
 
+# ------------------------------------------- lengths, ignore_eos and load
+RC=0
+FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS=abc "$VLLM" serve /m --port 0 >/dev/null 2>"$TMP/knob.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS='abc': expected milliseconds" "$TMP/knob.txt" ||
+  fail "a bad latency knob: rc $RC, $(cat "$TMP/knob.txt")"
+RC=0
+FAKE_VLLM_PREFILL_MS_PER_1K=-1 "$VLLM" serve /m --port 0 >/dev/null 2>"$TMP/knob.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "FAKE_VLLM_PREFILL_MS_PER_1K" "$TMP/knob.txt" || fail "a negative prefill knob: rc $RC"
+ok "a bad latency knob exits 2 naming the variable"
+E=$(free_port)
+start load FAKE_VLLM_TOKEN_DELAY_MS=0.2 FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS=0.2 FAKE_VLLM_PREFILL_MS_PER_1K=5 \
+  "$VLLM" serve /models/len --served-model-name len-model --host 127.0.0.1 --port "$E" --max-model-len 4096
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "load: never ready"
+curl -s "http://127.0.0.1:$E/v1/chat/completions" \
+  -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":50,"ignore_eos":true}' >"$TMP/eos.json"
+pyjson "$TMP/eos.json" 'd["usage"]["completion_tokens"] == 50 == len(d["choices"][0]["message"]["content"].split()) and d["choices"][0]["finish_reason"] == "length"' ||
+  fail "ignore_eos: $(head -c 300 "$TMP/eos.json")"
+[[ $(http_code "http://127.0.0.1:$E/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"ignore_eos":"yes"}') == 400 ]] ||
+  fail "ignore_eos not a boolean: $CODE"
+[[ $(http_code "http://127.0.0.1:$E/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":4095}') == 400 ]] ||
+  fail "a prompt and completion over --max-model-len: $CODE"
+ok "ignore_eos: exactly max_tokens tokens; more than --max-model-len is a 400, as in vLLM"
+RC=0
+ISL=1024 IX_ENDPOINT="http://127.0.0.1:$E" "$CLIENT" --out "$TMP/r.json" >/dev/null 2>"$TMP/isl.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "OSL is not set" "$TMP/isl.txt" || fail "ISL without OSL: rc $RC, $(head -1 "$TMP/isl.txt")"
+RC=0
+ISL=8 OSL=8 RANDOM_RANGE_RATIO=2 IX_ENDPOINT="http://127.0.0.1:$E" "$CLIENT" --out "$TMP/r.json" >/dev/null 2>"$TMP/isl.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "RANDOM_RANGE_RATIO='2' is not a number from 0 to 1" "$TMP/isl.txt" || fail "RANDOM_RANGE_RATIO=2: rc $RC"
+ok "the client refuses ISL without OSL and a range ratio above 1"
+mkdir -p "$TMP/len" "$TMP/cwd"
+ISL=1024 OSL=1024 RESULT_FILENAME=x IX_RESULT_DIR="$TMP/len" CONC=1 IX_ENDPOINT="http://127.0.0.1:$E" \
+  "$CLIENT" --sessions 2 --turns 2 >"$TMP/len1.log" 2>&1 || fail "client with ISL/OSL: $(cat "$TMP/len1.log")"
+[[ -f $TMP/len/x.json ]] || fail "RESULT_FILENAME=x with IX_RESULT_DIR: no $TMP/len/x.json ($(ls "$TMP/len"))"
+python3 - "$TMP/len/x.json" <<'PY' || fail "the ISL/OSL result is not benchmark_serving.py's: $(head -c 1500 "$TMP/len/x.json")"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+# save_result's keys, then benchmark()'s (InferenceX's flags, no --save-detailed), in order.
+real = ["date", "backend", "model_id", "tokenizer_id", "best_of", "num_prompts", "request_rate", "burstiness",
+        "max_concurrency", "duration", "benchmark_start_time_unix", "benchmark_end_time_unix", "completed",
+        "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput:", "output_throughput",
+        "total_token_throughput", "input_lens", "output_lens"]
+real += [f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("mean", "median", "std", "p90", "p99", "p99.9")]
+keys = list(d)
+assert keys[:len(real)] == real, keys[:len(real)]
+assert not [k for k in keys[len(real):] if k.endswith("ms") or "tpot" in k], keys[len(real):]
+assert re.fullmatch(r"\d{8}-\d{6}", d["date"]) and d["backend"] == "openai-chat"
+assert d["model_id"] == d["tokenizer_id"] == "len-model" and d["best_of"] == 1 and d["num_prompts"] == 4
+assert d["request_rate"] == "inf" and d["burstiness"] == 1.0 and type(d["burstiness"]) is float
+assert d["max_concurrency"] == 1 and d["request_goodput:"] is None  # CONC=1
+for k in ("max_concurrency", "completed", "total_input_tokens", "total_output_tokens"):
+    assert type(d[k]) is int, k
+assert all(type(x) is int for x in d["input_lens"] + d["output_lens"])
+assert all(type(d[k]) is float for k in real[21:]), [k for k in real[21:] if type(d[k]) is not float]
+# numpy's draws for seed 0, ratio 0.8: np.random.seed(0); randint(819, 1025, size=4), twice.
+assert d["input_lens"] == [991, 866, 936, 1011] and d["output_lens"] == [886, 1014, 922, 828], (d["input_lens"], d["output_lens"])
+assert all(int(1024 * 0.8) <= n <= 1024 for n in d["input_lens"] + d["output_lens"])
+reqs = d["requests"]
+assert d["completed"] == len(reqs) == 4 and not [r for r in reqs if "error" in r]
+assert d["total_input_tokens"] == sum(d["input_lens"]) == sum(r["prompt_tokens"] for r in reqs)
+assert d["total_output_tokens"] == sum(d["output_lens"]) == sum(r["completion_tokens"] for r in reqs)
+assert [r["prompt_tokens"] for r in reqs] == d["input_lens"] and [r["completion_tokens"] for r in reqs] == d["output_lens"]
+assert d["lengths"] == {"isl": 1024, "osl": 1024, "range_ratio": 0.8, "seed": 0}
+assert d["summary"]["sessions_on_one_rank"] and d["mean_tpot_ms"] > 0
+PY
+ok "ISL=OSL=1024 RESULT_FILENAME=x: x.json has benchmark_serving.py's keys in its order, numpy's lengths, the engine's usage"
+(cd "$TMP/cwd" && ISL=1024 OSL=1024 RESULT_FILENAME=x IX_ENDPOINT="http://127.0.0.1:$E" \
+  "$CLIENT" --sessions 8 --turns 1 --concurrency 8 >"$TMP/len8.log" 2>&1) || fail "client at conc 8: $(cat "$TMP/len8.log")"
+[[ -f $TMP/cwd/x.json ]] || fail "RESULT_FILENAME=x without IX_RESULT_DIR: no ./x.json"
+TPOTS=$(python3 - "$TMP/len/x.json" "$TMP/cwd/x.json" <<'PY') || fail "TPOT does not grow with load"
+import json, sys
+one, eight = (json.load(open(f)) for f in sys.argv[1:])
+assert eight["max_concurrency"] == 8 and eight["completed"] == 8
+# 0.2 ms + 0.2 ms per other sequence: 0.2 ms alone, 1.6 ms with 8 running.
+assert eight["mean_tpot_ms"] > 2 * one["mean_tpot_ms"], (one["mean_tpot_ms"], eight["mean_tpot_ms"])
+print(f"{one['mean_tpot_ms']:.2f} ms at conc 1, {eight['mean_tpot_ms']:.2f} ms at conc 8")
+PY
+ok "FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS: TPOT grows with load: $TPOTS"
+stop_engine "$ENGINE" 3
+
 # ------------------------------------------------------- router and client
 E=$(free_port)
 P=$(free_port)

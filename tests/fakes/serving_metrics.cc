@@ -28,7 +28,9 @@ MetricStats StatsOf(std::vector<double> v) {
   for (double x : v) sq += (x - s.mean) * (x - s.mean);
   s.std = std::sqrt(sq / static_cast<double>(v.size()));
   s.median = Percentile(v, 50);
+  s.p90 = Percentile(v, 90);
   s.p99 = Percentile(v, 99);
+  s.p99_9 = Percentile(v, 99.9);
   return s;
 }
 

@@ -26,10 +26,11 @@ struct ServedRequest {
   int output_tokens = 0;
 };
 
-// mean, median, std and p99 of one metric, in ms (0 for no values, as numpy
-// is given `or 0` by the real client).
+// mean, median, std and the percentiles InferenceX's client reports (its
+// default --metric-percentiles 90,99,99.9) of one metric, in ms (0 for no
+// values, as numpy is given `or 0` by the real client).
 struct MetricStats {
-  double mean = 0, median = 0, std = 0, p99 = 0;
+  double mean = 0, median = 0, std = 0, p90 = 0, p99 = 0, p99_9 = 0;
 };
 
 struct ServingMetrics {

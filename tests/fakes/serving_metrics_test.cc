@@ -6,13 +6,15 @@ namespace ixfake::client {
 namespace {
 
 // Expected values worked by hand by numpy's definitions (np.mean,
-// np.median, np.std, np.percentile(v, 99)).
+// np.median, np.std, np.percentile(v, 90 / 99 / 99.9)).
 TEST(ServingMetrics, StatsAreNumpys) {
   const MetricStats s = StatsOf({4, 1, 3, 2});
   EXPECT_DOUBLE_EQ(s.mean, 2.5);
   EXPECT_DOUBLE_EQ(s.median, 2.5);
   EXPECT_DOUBLE_EQ(s.std, 1.118033988749895);
+  EXPECT_DOUBLE_EQ(s.p90, 3.7);
   EXPECT_DOUBLE_EQ(s.p99, 3.97);
+  EXPECT_DOUBLE_EQ(s.p99_9, 3.997);
   const MetricStats none = StatsOf({});
   EXPECT_EQ(none.mean, 0);
   EXPECT_EQ(none.p99, 0);

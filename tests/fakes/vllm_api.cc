@@ -16,26 +16,50 @@
 namespace ixfake::vllm {
 namespace {
 
-// `max_tokens`/`max_completion_tokens` (the last given wins; default 16) and
-// `stream`; returns the 400 error message, empty on success.
-std::string read_options(const rapidjson::Document& doc, int& max_tokens, bool& stream) {
-  max_tokens = 16;
+// The options of a completion request: `max_tokens`/`max_completion_tokens`
+// (the last given wins; default 16), `stream` and vLLM's `ignore_eos`.
+struct Options {
+  int max_tokens = 16;
+  bool stream = false;
+  bool ignore_eos = false;
+};
+
+// Reads `name` as a boolean (absent or null: unchanged); false with `error` set.
+bool read_bool(const rapidjson::Document& doc, const char* name, bool& out, std::string& error) {
+  if (!doc.HasMember(name) || doc[name].IsNull()) return true;
+  if (!doc[name].IsBool()) {
+    error = std::string("'") + name + "' must be a boolean";
+    return false;
+  }
+  out = doc[name].GetBool();
+  return true;
+}
+
+// Returns the 400 error message, empty on success.
+std::string read_options(const rapidjson::Document& doc, Options& o) {
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     if (!doc.HasMember(key) || doc[key].IsNull()) continue;
     if (!doc[key].IsInt() || doc[key].GetInt() < 1) return std::string("'") + key + "' must be a positive integer";
-    max_tokens = doc[key].GetInt();
+    o.max_tokens = doc[key].GetInt();
   }
-  stream = false;
-  if (doc.HasMember("stream") && !doc["stream"].IsNull()) {
-    if (!doc["stream"].IsBool()) return "'stream' must be a boolean";
-    stream = doc["stream"].GetBool();
-  }
+  std::string error;
+  if (!read_bool(doc, "stream", o.stream, error) || !read_bool(doc, "ignore_eos", o.ignore_eos, error)) return error;
   return {};
+}
+
+// vLLM's check that the prompt and the completion fit the context.
+std::string check_context(int prompt_tokens, int max_tokens, long long max_model_len) {
+  if (static_cast<long long>(prompt_tokens) + max_tokens <= max_model_len) return {};
+  return strprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is "
+                   "%lld tokens and your request has %d input tokens (%d > %lld - %d).",
+                   max_tokens, max_model_len, prompt_tokens, max_tokens, max_model_len, prompt_tokens);
 }
 
 }  // namespace
 
-Engine::Engine(Config cfg) : cfg_(std::move(cfg)) {
+Engine::Engine(Config cfg)
+    : cfg_(std::move(cfg)),
+      latency_{cfg_.switches.token_delay_s, cfg_.switches.token_delay_per_seq_s, cfg_.switches.prefill_s_per_1k} {
   for (int r : cfg_.local_ranks) stats_.emplace(r, RankStats{});
 }
 
@@ -124,16 +148,18 @@ bool Engine::read_request(const http::Request& req, http::Response& res, Call& c
     }
     c.model = m;
   }
-  int max_tokens = 16;
+  Options o;
   std::string prompt;
   int prompt_tokens = 0;
-  std::string error = read_options(doc, max_tokens, stream);
+  std::string error = read_options(doc, o);
   if (error.empty()) error = read_prompt(doc, c.chat, prompt, prompt_tokens);
+  if (error.empty()) error = check_context(prompt_tokens, o.max_tokens, cfg_.max_model_len);
   if (!error.empty()) {
     json_error(res, 400, error, "BadRequestError");
     return false;
   }
-  c.gen = generate(prompt, prompt_tokens, max_tokens);
+  stream = o.stream;
+  c.gen = generate(prompt, prompt_tokens, o.max_tokens, o.ignore_eos);
   c.id = strprintf("%s-%d-%llu", c.chat ? "chatcmpl" : "cmpl", static_cast<int>(::getpid()),
                    static_cast<unsigned long long>(next_id_.fetch_add(1)));
   c.created = static_cast<std::int64_t>(std::time(nullptr));
@@ -160,7 +186,7 @@ void Engine::completion(const http::Request& req, http::Response& res, bool chat
     stream(res, c);
     return;
   }
-  sleep_s(cfg_.switches.token_delay_s * static_cast<double>(c.gen.tokens.size()));
+  pace(c);
   res.set_content(full_response(c), "application/json");
   finish_stats(c, now_s() - c.t0, true);
 }
@@ -185,26 +211,66 @@ void Engine::stream(http::Response& res, const Call& c) {
       });
 }
 
+Engine::Load Engine::load(int rank) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  Load l;
+  for (const auto& [r, s] : stats_) {
+    l.process += s.running;
+    if (r == rank) l.rank = s.running;
+  }
+  return l;
+}
+
+// A whole (not streamed) answer: sleeps until its last token is due.
+void Engine::pace(const Call& c) {
+  if (latency_.zero()) return;
+  TokenPacer pacer(latency_, c.t0, c.gen.prompt_tokens);
+  const int count = static_cast<int>(c.gen.tokens.size());
+  for (int i = 0; i < count; ++i) {
+    const Load l = load(c.rank);
+    const double due = pacer.next_due(l.rank);
+    if (TokenPacer::must_wait(due, now_s(), i, count, TokenPacer::write_interval_s(l.process))) sleep_s(due - now_s());
+  }
+}
+
 // Every frame of one stream: the role chunk, one per token (the last with
-// the finish reason), the usage chunk and [DONE]. False once the client is
-// gone. Sets ttft when the first token went out.
+// the finish reason), the usage chunk and [DONE], each token when the
+// latency model has it due (TokenPacer: frames due close together go out in
+// one write). False once the client is gone. Sets ttft when the first token
+// went out.
 bool Engine::send_stream(const Call& call, http::DataSink& sink, double& ttft) {
-  auto send = [&](const std::string& frame) { return sink.write(frame.data(), frame.size()); };
+  std::string pending;
+  auto flush = [&] {
+    const bool ok = pending.empty() || sink.write(pending.data(), pending.size());
+    pending.clear();
+    return ok;
+  };
   std::string empty;
-  if (!send(sse_chunk(call, "assistant", call.chat ? &empty : nullptr, nullptr, false))) return false;
-  for (std::size_t i = 0; i < call.gen.tokens.size(); ++i) {
-    sleep_s(cfg_.switches.token_delay_s);
-    bool last = i + 1 == call.gen.tokens.size();
-    if (!send(sse_chunk(call, nullptr, &call.gen.tokens[i], last ? call.gen.finish_reason.c_str() : nullptr, false))) {
-      return false;
+  pending = sse_chunk(call, "assistant", call.chat ? &empty : nullptr, nullptr, false);
+  if (!flush()) return false;
+  TokenPacer pacer(latency_, call.t0, call.gen.prompt_tokens);
+  const int count = static_cast<int>(call.gen.tokens.size());
+  for (int i = 0; i < count; ++i) {
+    if (!latency_.zero()) {
+      const Load l = load(call.rank);
+      const double due = pacer.next_due(l.rank);
+      if (TokenPacer::must_wait(due, now_s(), i, count, TokenPacer::write_interval_s(l.process))) {
+        if (!flush()) return false;
+        sleep_s(due - now_s());
+      }
     }
-    if (ttft < 0) ttft = now_s() - call.t0;
+    const bool last = i + 1 == count;
+    pending += sse_chunk(call, nullptr, &call.gen.tokens[static_cast<std::size_t>(i)],
+                         last ? call.gen.finish_reason.c_str() : nullptr, false);
+    if (i == 0) {
+      if (!flush()) return false;
+      ttft = now_s() - call.t0;
+    }
   }
-  if (call.gen.tokens.empty() && !send(sse_chunk(call, nullptr, nullptr, call.gen.finish_reason.c_str(), false))) {
-    return false;
-  }
-  if (!send(sse_chunk(call, nullptr, nullptr, nullptr, true))) return false;
-  return send("data: [DONE]\n\n");
+  if (count == 0) pending += sse_chunk(call, nullptr, nullptr, call.gen.finish_reason.c_str(), false);
+  pending += sse_chunk(call, nullptr, nullptr, nullptr, true);
+  pending += "data: [DONE]\n\n";
+  return flush();
 }
 
 void Engine::finish_stats(const Call& c, double ttft, bool ok) {

@@ -1,7 +1,8 @@
 // The fake engine's HTTP API once it is ready (tests/fakes/README.md,
 // "Endpoints"): /health, /ping, /version, /v1/models, /metrics and the
-// OpenAI completions, each request served by one data-parallel rank, and the
-// access log. Holds the per-rank counters behind /metrics.
+// OpenAI completions, each request served by one data-parallel rank and
+// paced by the latency model of that rank's load (vllm_latency.h), and the
+// access log. Holds the per-rank counters behind /metrics and the load.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 
 #include "http_server.h"
 #include "vllm_args.h"
+#include "vllm_latency.h"
 #include "vllm_metrics.h"
 #include "vllm_responses.h"
 
@@ -37,9 +39,17 @@ class Engine {
   void completion(const http::Request& req, http::Response& res, bool chat);
   void stream(http::Response& res, const Call& c);
   bool send_stream(const Call& call, http::DataSink& sink, double& ttft);
+  void pace(const Call& c);
+  // The sequences running on `rank` and in the whole process.
+  struct Load {
+    long rank = 0;
+    long process = 0;
+  };
+  Load load(int rank);
   void finish_stats(const Call& c, double ttft, bool ok);
 
   Config cfg_;
+  LatencyModel latency_;  // from cfg_.switches; each rank is one "GPU"
   std::mutex stats_mutex_;
   std::map<int, RankStats> stats_;  // guarded by stats_mutex_
   std::atomic<unsigned long long> next_id_{1};

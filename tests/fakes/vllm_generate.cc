@@ -9,6 +9,14 @@
 namespace ixfake::vllm {
 namespace {
 
+// splitmix64's finalizer of h + (i + 1) * golden ratio: the i-th word's hash.
+std::uint64_t mix64(std::uint64_t h, std::uint64_t i) {
+  std::uint64_t z = h + (i + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 constexpr const char* kBadPrompt = "'prompt' must be a string, an array of strings or an array of token ids";
 
 std::string read_chat_prompt(const rapidjson::Document& doc, std::string& text, int& tokens) {
@@ -19,19 +27,18 @@ std::string read_chat_prompt(const rapidjson::Document& doc, std::string& text, 
     if (!m.IsObject() || !m.HasMember("role") || !m["role"].IsString()) {
       return "each message must be an object with a string 'role'";
     }
-    text += m["role"].GetString();
-    text += ": ";
+    std::string content;
     if (m.HasMember("content") && m["content"].IsString()) {
-      text += m["content"].GetString();
+      content = m["content"].GetString();
     } else if (m.HasMember("content") && m["content"].IsArray()) {
       for (const auto& part : m["content"].GetArray()) {
-        if (part.IsObject() && part.HasMember("text") && part["text"].IsString()) text += part["text"].GetString();
+        if (part.IsObject() && part.HasMember("text") && part["text"].IsString()) content += part["text"].GetString();
       }
     }
-    text += "\n";
-    tokens += 3;
+    const std::string role = m["role"].GetString();
+    tokens += chat_message_tokens(role, content);
+    text += role + ": " + content + "\n";
   }
-  tokens += count_words(text);
   return {};
 }
 
@@ -60,28 +67,18 @@ std::string read_text_prompt(const rapidjson::Document& doc, std::string& text, 
 
 }  // namespace
 
-int count_words(std::string_view text) {
-  int n = 0;
-  bool in_word = false;
-  for (char c : text) {
-    bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
-    if (!space && !in_word) ++n;
-    in_word = !space;
-  }
-  return n;
-}
-
-Generation generate(const std::string& prompt, int prompt_tokens, int max_tokens) {
+Generation generate(const std::string& prompt, int prompt_tokens, int max_tokens, bool ignore_eos) {
   static const char* const kWords[] = {"the",  "fake", "engine", "answers", "every", "turn", "with", "a",
                                        "short", "steady", "reply", "from",  "one",  "rank", "of",   "many"};
   Generation g;
   g.prompt_tokens = prompt_tokens;
-  std::uint64_t h = hash64(prompt);
-  int natural = 6 + static_cast<int>(h % 5);
-  int n = std::min(max_tokens, natural);
-  g.finish_reason = n < natural ? "length" : "stop";
+  const std::uint64_t h = hash64(prompt);  // once: a prompt may be thousands of words
+  const int natural = 6 + static_cast<int>(h % 5);
+  const int n = ignore_eos ? max_tokens : std::min(max_tokens, natural);
+  g.finish_reason = ignore_eos || n < natural ? "length" : "stop";
+  g.tokens.reserve(static_cast<std::size_t>(std::max(n, 0)));
   for (int i = 0; i < n; ++i) {
-    std::string word = kWords[hash64(prompt + "#" + std::to_string(i)) % 16];
+    std::string word = kWords[mix64(h, static_cast<std::uint64_t>(i)) % 16];
     if (i == 0) word[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(word[0])));
     g.tokens.push_back(i == 0 ? word : " " + word);
   }

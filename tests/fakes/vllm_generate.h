@@ -1,6 +1,8 @@
 // What the fake engine "generates": a short answer that depends only on the
-// prompt and max_tokens, so runs are repeatable (tests/fakes/README.md,
-// "Endpoints"), and the prompt read from a completion request.
+// prompt and max_tokens (exactly max_tokens words with vLLM's `ignore_eos`),
+// so runs are repeatable (tests/fakes/README.md, "Endpoints"), and the prompt
+// read from a completion request, counted in the fakes' token unit
+// (token_units.h).
 #pragma once
 
 #include <rapidjson/document.h>
@@ -9,22 +11,26 @@
 #include <string_view>
 #include <vector>
 
+#include "token_units.h"
+
 namespace ixfake::vllm {
 
 // One answer. Invariants: tokens are words (every one after the first with
-// its leading space); finish_reason is "length" when max_tokens cut it, else
-// "stop" (and the last token ends with '.').
+// its leading space), so count_words of their concatenation is their number;
+// finish_reason is "length" when max_tokens cut it, else "stop" (and the
+// last token ends with '.').
 struct Generation {
   std::vector<std::string> tokens;
   int prompt_tokens = 0;
   std::string finish_reason;
 };
 
-// Whitespace-separated words: the fake's token count.
-int count_words(std::string_view text);
+using ixfake::count_words;
 
-// 6 to 10 words chosen by hashes of the prompt, at most max_tokens.
-Generation generate(const std::string& prompt, int prompt_tokens, int max_tokens);
+// 6 to 10 words chosen by hashes of the prompt, at most max_tokens; with
+// ignore_eos exactly max_tokens words (finish_reason "length"), as vLLM
+// does when the end-of-sequence token is ignored.
+Generation generate(const std::string& prompt, int prompt_tokens, int max_tokens, bool ignore_eos = false);
 
 // The prompt of a request body (`messages` for chat, else `prompt`: a string,
 // strings or token ids) as text, and its token count; returns the 400 error

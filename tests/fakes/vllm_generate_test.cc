@@ -28,6 +28,28 @@ TEST(VllmGenerate, TheAnswerDependsOnlyOnThePromptAndMaxTokens) {
   EXPECT_EQ(cut.tokens[0], a.tokens[0]);
 }
 
+TEST(VllmGenerate, IgnoreEosGivesExactlyMaxTokens) {
+  for (int n : {1, 7, 1024}) {
+    Generation g = generate("a long prompt", 3, n, true);
+    ASSERT_EQ(g.tokens.size(), static_cast<std::size_t>(n));
+    EXPECT_EQ(g.finish_reason, "length");
+    std::string text;
+    for (const auto& t : g.tokens) text += t;
+    EXPECT_EQ(count_words(text), n);  // one word a token
+  }
+  EXPECT_EQ(generate("p", 1, 5, true).tokens, generate("p", 1, 5, false).tokens);  // same words, cut alike
+}
+
+TEST(VllmGenerate, ChatTokensAreTheSharedUnit) {
+  std::string text;
+  int tokens = 0;
+  const char* body = R"({"messages":[{"role":"user","content":"a b c"},{"role":"assistant","content":"d"}]})";
+  rapidjson::Document d;
+  d.Parse(body);
+  EXPECT_EQ(read_prompt(d, true, text, tokens), "");
+  EXPECT_EQ(tokens, chat_message_tokens("user", "a b c") + chat_message_tokens("assistant", "d"));
+}
+
 TEST(VllmGenerate, CountWords) {
   EXPECT_EQ(count_words(""), 0);
   EXPECT_EQ(count_words("  a b\tc\n"), 3);

@@ -29,6 +29,16 @@ std::optional<double> env_seconds(const char* name) {
   return s;
 }
 
+// A latency knob in milliseconds, as seconds (0 when unset). At most an
+// hour, so no sleep's length overflows the clock's.
+double env_ms(const char* name) {
+  auto v = env(name);
+  if (!v) return 0;
+  auto ms = parse_seconds(*v);
+  if (!ms || *ms > 3600000) env_error(name, *v, "milliseconds, a number from 0 to 3600000 (e.g. 0.25)");
+  return *ms / 1000.0;
+}
+
 // Some argv element contains `only`, or `only` is "--flag=value" and the
 // argv has "--flag" followed by "value".
 bool argv_matches(const std::vector<std::string>& argv, const std::string& only) {
@@ -80,11 +90,9 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
     sw.exit0_after_s = exit0;
     sw.hang_after_s = hang;
   }
-  if (auto v = env("FAKE_VLLM_TOKEN_DELAY_MS")) {
-    auto s = parse_seconds(*v);
-    if (!s) env_error("FAKE_VLLM_TOKEN_DELAY_MS", *v, "milliseconds (a number >= 0)");
-    sw.token_delay_s = *s / 1000.0;
-  }
+  sw.token_delay_s = env_ms("FAKE_VLLM_TOKEN_DELAY_MS");
+  sw.token_delay_per_seq_s = env_ms("FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS");
+  sw.prefill_s_per_1k = env_ms("FAKE_VLLM_PREFILL_MS_PER_1K");
   if (auto s = env_seconds("FAKE_VLLM_STOP_DELAY_S")) sw.stop_delay_s = *s;
   return sw;
 }

@@ -24,7 +24,9 @@ struct Switches {
   int crash_rank = -1;             // a local rank once faults_active
   std::optional<double> exit0_after_s;
   std::optional<double> hang_after_s;
-  double token_delay_s = 0;        // not a fault: per generated token
+  double token_delay_s = 0;        // not a fault: per generated token (vllm_latency.h)
+  double token_delay_per_seq_s = 0;  // not a fault: added per other sequence on the rank
+  double prefill_s_per_1k = 0;     // not a fault: per 1000 prompt tokens
   double stop_delay_s = 0;         // not a fault: added to every shutdown
 };
 
