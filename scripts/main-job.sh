@@ -52,13 +52,25 @@ python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["summ
 # instead of in the config row's image.
 echo "== ixsubmit sweep full-sweep-fail-fast over recipes/examples/dsv41flash-b300.yaml (TP4 1-128, TEP4/DEP4 32-128)"
 rm -rf "$out/sweep" "$out/ix.db"*
+# The fake engine's latency model (tests/fakes/README.md): a per-token delay
+# that grows with the sequences running on a rank, and a prefill delay, so
+# the sweep's numbers have the shape of a serving run (throughput up and
+# interactivity down with concurrency).
 PATH=$repo/build/tests/fakes/bin:$PATH FAKE_VLLM_RECORD_DIR=$out/sweep-records \
+  FAKE_VLLM_TOKEN_DELAY_MS=${FAKE_VLLM_TOKEN_DELAY_MS:-0.3} \
+  FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS=${FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS:-0.1} \
+  FAKE_VLLM_PREFILL_MS_PER_1K=${FAKE_VLLM_PREFILL_MS_PER_1K:-20} \
   build/submitter/ixsubmit sweep full-sweep-fail-fast --config-files recipes/examples/dsv41flash-b300.yaml \
   --config-keys dsv41flash-fp4-b300-vllm-agentic-dspark --sweep-dir "$out/sweep" --db "$out/ix.db" \
   --no-container --agent-socket "$agent_dir/agent.sock" --node-results "$out/node-results" \
-  -- ix-fake-client --sessions 8 --turns 3
+  -- ix-fake-client --sessions 32 --turns 1
 build/submitter/ixsubmit status --db "$out/ix.db" "$(build/submitter/ixsubmit status --db "$out/ix.db" | awk 'NR==2 {print $1}')" |
   tee "$out/sweep-status.txt"
+sweep_id=$(build/submitter/ixsubmit status --db "$out/ix.db" | awk 'NR==2 {print $1}')
+echo "== the sweep's results as InferenceX's collect_results.py gathers them, and its report"
+build/submitter/ixsubmit results "$sweep_id" --db "$out/ix.db" --format inferencex -o "$out/agg.json"
+build/submitter/ixsubmit results "$sweep_id" --db "$out/ix.db" --format csv -o "$out/results.csv"
+build/submitter/ixsubmit report "$sweep_id" --db "$out/ix.db" -o "$out/report.html"
 echo "== dep4 launch plan at concurrency 64"
 build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 | tee "$out/dep4-c64.txt"
 build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 --json >"$out/dep4-c64.json"
@@ -66,10 +78,15 @@ build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 --json >"$
 cat <<MSG
 
 Results in $out:
-  sweep/           the sweep: sweep.json (entries), *.sbatch, logs/ (%x_%A_%a.out), results/N/ (result.json,
-                   server.log, gpu_metrics.csv, status.json per entry, delivered by the node agent to the
-                   sweep's collector); sweep-status.txt is its table, ix.db its SQLite state (and events:
-                   build/submitter/ixsubmit events --db $out/ix.db)
+  report.html      the sweep's report: throughput/GPU vs interactivity per arm, TTFT, energy per token,
+                   DEP session spread, every entry with its logs (open it in a browser)
+  agg.json         the entries' InferenceX agg results in one list (collect_results.py's format);
+                   results.csv the same, one row per entry
+  sweep/           the sweep: sweep.json (entries), *.sbatch, logs/ (%x_%A_%a.out), results/N/ (per entry:
+                   RESULT_FILENAME.json from the client, agg_RESULT_FILENAME.json as InferenceX's
+                   process_result.py makes it, benchmark.env, server.log, gpu_metrics.csv, status.json,
+                   delivered by the node agent to the sweep's collector); sweep-status.txt is its table,
+                   ix.db its SQLite state (and events: build/submitter/ixsubmit events --db $out/ix.db)
   node-results/    where each entry's step wrote on the node (the sweep never reads it)
   agent/           the node agent: agent.log, its spool; /metrics on the port agent.log names
   dep4-step/       the dep4 step: result.json (client), server.log, router.log,

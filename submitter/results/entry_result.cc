@@ -3,8 +3,10 @@
 #include <rapidjson/document.h>
 
 #include <cstring>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "core/base/file_text.h"
 #include "submitter/results/power_aggregate.h"
@@ -47,7 +49,8 @@ rapidjson::Value SessionsPerRank(const rapidjson::Value& bench, Alloc& a) {
   return out;
 }
 
-rapidjson::Value IxFields(const std::string& dir, const EntryRunInfo& run, const rapidjson::Value& bench, Alloc& a) {
+rapidjson::Value IxFields(const std::string& dir, const EntryRunInfo& run, const rapidjson::Value& bench, bool dp,
+                          Alloc& a) {
   rapidjson::Value ix(rapidjson::kObjectType);
   ix.AddMember("sweep", Str(run.sweep_id, a), a);
   ix.AddMember("entry", run.entry, a);
@@ -59,8 +62,30 @@ rapidjson::Value IxFields(const std::string& dir, const EntryRunInfo& run, const
   ix.AddMember("node", Str(run.node, a), a);
   rapidjson::Document placement = ReadJson(dir + "/step-placement.json");
   ix.AddMember("placement", rapidjson::Value(placement, a), a);
-  ix.AddMember("sessions_per_rank", SessionsPerRank(bench, a), a);
+  ix.AddMember("sessions_per_rank", dp ? SessionsPerRank(bench, a) : rapidjson::Value(rapidjson::kArrayType), a);
   return ix;
+}
+
+// The node agent ends a step's gpu_metrics.csv with one last row set when
+// the step's `finished` event reaches it, which can be just after srun
+// returns: wait (at most `limit_s`) for a row at or after the benchmark's
+// end, so the window is bracketed as it will be in the delivered file.
+// Returns the file's text, or nullopt when there is no file.
+std::optional<std::string> ReadTelemetry(const std::string& path, const rapidjson::Value& bench, double limit_s) {
+  const double end = bench.HasMember("benchmark_end_time_unix") && bench["benchmark_end_time_unix"].IsNumber()
+                         ? bench["benchmark_end_time_unix"].GetDouble()
+                         : 0;
+  for (double waited = 0;; waited += 0.05) {
+    int err = 0;
+    std::string csv = ReadFileText(path, &err);
+    if (err) return std::nullopt;
+    const size_t last = csv.find_last_not_of("\r\n");
+    const size_t start = last == std::string::npos ? 0 : csv.rfind('\n', last);
+    const std::string line = csv.substr(start == std::string::npos ? 0 : start + 1);
+    const std::optional<double> t = ParsePowerTimestamp(line.substr(0, line.find(',')));
+    if ((t && *t >= end) || waited >= limit_s) return csv;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 }  // namespace
@@ -85,11 +110,11 @@ Result<std::string> WriteEntryAgg(const std::string& dir, const EnvVars& env, co
   };
   Result<rapidjson::Document> agg = ProcessResult(bench, lookup);
   if (!agg) return Error{bench_path + ": " + agg.error().message};
-  int csv_err = 0;
-  const std::string csv = ReadFileText(dir + "/gpu_metrics.csv", &csv_err);
   rapidjson::Document& doc = agg.value();
-  (void)AggregatePower(csv_err ? std::nullopt : std::optional<std::string>(csv), bench, doc, ExpectedGpus(lookup));
-  doc.AddMember("ix", IxFields(dir, run, bench, doc.GetAllocator()), doc.GetAllocator());
+  const std::optional<std::string> csv = ReadTelemetry(dir + "/gpu_metrics.csv", bench, 5.0);
+  (void)AggregatePower(csv, bench, doc, ExpectedGpus(lookup));
+  const bool dp = EnvValue(env, "DP_ATTENTION") == "true";  // data-parallel attention: ranks behind a router
+  doc.AddMember("ix", IxFields(dir, run, bench, dp, doc.GetAllocator()), doc.GetAllocator());
   const std::string out = dir + "/" + AggFileName(name);
   if (Status s = WriteFileAtomic(out, PyJsonDumps(doc)); !s) return s.error();
   return out;

@@ -5,8 +5,9 @@
 // environment contract (benchmark_env.h), written as
 // agg_RESULT_FILENAME.json in Python's json format, plus this project's
 // fields under the one key "ix" (AGG_IX_KEY): the sweep entry, the Slurm
-// job, the placement ix-stepd obtained and, for a routed arm, how the
-// client's sessions spread over the data-parallel ranks.
+// job, the placement ix-stepd obtained and, for a data-parallel-attention
+// arm (DEP, ranks behind the router), how the client's sessions spread over
+// the ranks.
 #pragma once
 
 #include <string>

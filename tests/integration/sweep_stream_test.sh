@@ -2,11 +2,12 @@
 # ixsubmit sweep with its stream, end to end on the local cluster: a node
 # agent started here (as root, on a private socket the cluster's plugstack
 # agent_socket= points at), and sweeps with --node-results, whose steps
-# write their results on the node only: every entry's result.json,
-# server.log, gpu_metrics.csv and status.json reach the sweep directory's
+# write their results on the node only: every entry's client result, agg
+# result, benchmark.env, server.log, gpu_metrics.csv and status.json reach the sweep directory's
 # results/INDEX/ through the agent and the sweep's collector, `ixsubmit
 # events SWEEP --json` lists the entries' events, and the token stays in
-# its 0600 file. Then a fail-fast sweep whose expert-parallel engines exit:
+# its 0600 file; `ixsubmit results` and `ixsubmit report` read it back and
+# the report opens in headless Chromium. Then a fail-fast sweep whose expert-parallel engines exit:
 # the failed entry's logs still arrive, nothing is left queued.
 # Restarts the cluster with agent_socket= and restores the plugstack.conf it
 # found. Exit 77 (skipped) while the agent has no daemon loop.
@@ -82,8 +83,10 @@ n=$(entries_of "$tmp/ok")
 [[ $n -ge 2 ]] || fail "clean sweep: $n entries"
 for ((i = 0; i < n; i++)); do
   r=$tmp/ok/results/$i
-  [[ -f $node/$id/$i/result.json ]] || fail "entry $i: the step did not write on the node ($node/$id/$i)"
-  for f in result.json server.log gpu_metrics.csv status.json; do
+  name=$(set -a && . "$r/benchmark.env" 2>/dev/null && echo "$RESULT_FILENAME")
+  [[ -n $name ]] || fail "entry $i: no benchmark.env with RESULT_FILENAME in $r"
+  [[ -f $node/$id/$i/$name.json ]] || fail "entry $i: the step did not write on the node ($node/$id/$i)"
+  for f in "$name.json" "agg_$name.json" benchmark.env server.log gpu_metrics.csv status.json; do
     [[ -f $r/$f ]] || { fail "entry $i: $f did not arrive in $r: $(ls "$r" 2>&1 | tr '\n' ' ')"; continue; }
     cmp -s "$r/$f" "$node/$id/$i/$f" || fail "entry $i: $f differs from the node's"
   done
@@ -95,8 +98,10 @@ for ((i = 0; i < n; i++)); do
     # power_valid), for the entry's GPUs over its client's benchmark window.
     gpus=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["entries"][int(sys.argv[2])]["gpus"])' \
       "$tmp/ok/sweep.json" "$i")
-    "$(dirname "$0")/power_check.py" "$r/gpu_metrics.csv" "$r/result.json" "$gpus" >"$tmp/power.$i" 2>&1 ||
-      fail "entry $i: $(cat "$tmp/power.$i"); csv: $(head -3 "$r/gpu_metrics.csv"; tail -2 "$r/gpu_metrics.csv"); window: $(grep -o "\"benchmark_[a-z_]*\": [0-9.]*" "$r/result.json" | tr "\n" " ")"
+    "$(dirname "$0")/power_check.py" "$r/gpu_metrics.csv" "$r/$name.json" "$gpus" >"$tmp/power.$i" 2>&1 ||
+      fail "entry $i: $(cat "$tmp/power.$i"); csv: $(head -3 "$r/gpu_metrics.csv"; tail -2 "$r/gpu_metrics.csv"); window: $(grep -o "\"benchmark_[a-z_]*\": [0-9.]*" "$r/$name.json" | tr "\n" " ")"
+    # The task's own reading of the same rules (aggregate_power.py's, in C++).
+    grep -q '"power_valid": 1,' "$r/agg_$name.json" || fail "entry $i: the agg result's power is not valid: $(cat "$r/agg_$name.json")"
   fi
 done
 "$IXSUBMIT" status --db "$db" "$id" >"$tmp/ok.status" 2>&1
@@ -112,7 +117,8 @@ for i in range(n):
     kinds = {e["event"] for e in mine}
     assert {"started", "ready", "finished", "result"} <= kinds, (i, sorted(kinds))
     names = {e.get("name") for e in mine if e["event"] == "result"}
-    assert {"result.json", "server.log", "gpu_metrics.csv", "status.json"} <= names, (i, sorted(names))
+    assert {"benchmark.env", "server.log", "gpu_metrics.csv", "status.json"} <= names, (i, sorted(names))
+    assert any(n.startswith("agg_") for n in names), (i, sorted(names))
     assert all(e.get("node") and e.get("sender") for e in mine), i
 PY
 "$IXSUBMIT" events "$id" --db "$db" --results --json >"$tmp/ok.results"
@@ -125,6 +131,35 @@ grep -rqF -- "$token" "$tmp/ok/sweep.json" "$tmp/ok.out" "$tmp/ok/logs" "$tmp/ag
 queue_empty || fail "clean sweep: jobs left: $(squeue -h)"
 check_clean "clean sweep"
 echo "ok: clean sweep: $n entries, their files through the stream: $(tail -1 "$tmp/ok.out")"
+
+# The sweep's results as InferenceX's collect_results.py gathers them, and its
+# report in headless Chromium: one chart of each kind the data calls for, one
+# series per arm (TTFT: mean and p99 per arm; DEP: one per rank), no console
+# error (tests/report_browser_test.py).
+"$IXSUBMIT" results "$id" --db "$db" -o "$tmp/agg.json" 2>/dev/null || fail "ixsubmit results failed"
+"$IXSUBMIT" results "$id" --db "$db" --format json -o "$tmp/results.json" 2>/dev/null || fail "ixsubmit results --format json failed"
+"$IXSUBMIT" report "$id" --db "$db" -o "$tmp/report.html" >/dev/null || fail "ixsubmit report failed"
+read -r charts series points < <(python3 - "$tmp/results.json" "$tmp/agg.json" "$n" <<'PY'
+import json, sys
+entries, aggs, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+assert len(aggs) == n and all(a["ix"]["entry"] == e["entry"] for a, e in zip(aggs, entries)), "agg list"
+res = [e["result"] for e in entries if e["result"]]
+arms = {r["ix"]["arm"] for r in res}
+power = {r["ix"]["arm"] for r in res if r.get("power_valid") == 1}
+ranks = max((len(r["ix"]["sessions_per_rank"]) for r in res), default=0)
+charts = 2 + (1 if power else 0) + (1 if ranks else 0)
+points = len(res) * 3 + sum(1 for r in res if r.get("power_valid") == 1) + \
+    sum(len(r["ix"]["sessions_per_rank"]) for r in res)
+print(charts, len(arms) * 3 + len(power) + ranks, points)
+PY
+) || fail "results: $(head -c 600 "$tmp/results.json")"
+if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then
+  python3 "$IX_SOURCE_DIR/tests/report_browser_test.py" "$tmp/report.html" --charts "$charts" --series "$series" \
+    --min-points "$points" >"$tmp/browser.out" 2>&1 || fail "report in Chromium: $(tail -5 "$tmp/browser.out")"
+  echo "ok: report: $(tail -1 "$tmp/browser.out")"
+else
+  echo "SKIP: no chromium/chromedriver: the report was not opened in a browser"
+fi
 
 # 2. Fail-fast: the expert-parallel engines exit at start. The bucket stops,
 #    the failed entries' logs and status still arrive, nothing stays queued.

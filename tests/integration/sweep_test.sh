@@ -30,8 +30,14 @@ queue_empty() {
 sweep full-sweep-fail-fast --conc 2 8 --sweep-dir "$tmp/ok" -- ix-fake-client --sessions 2 --turns 2 >"$tmp/ok.out" 2>&1 ||
   fail "clean sweep failed: $(tail -5 "$tmp/ok.out")"
 grep -q "submitted bucket:1k1k as job [0-9]* (.*after job" "$tmp/ok.out" || fail "the bucket did not depend on the canary: $(cat "$tmp/ok.out")"
-n=$(ls "$tmp"/ok/results/*/result.json 2>/dev/null | wc -l)
-[[ $n -eq 6 ]] || fail "clean sweep: $n result files, expected 6 (tp4, tep4, dep4 at conc 2 and 8)"
+# Every entry: the client's RESULT_FILENAME.json, the agg result beside it
+# and the environment contract they were made with (docs/RESULTS.md).
+n=$(ls "$tmp"/ok/results/*/agg_*.json 2>/dev/null | wc -l)
+[[ $n -eq 6 ]] || fail "clean sweep: $n agg results, expected 6 (tp4, tep4, dep4 at conc 2 and 8)"
+for d in "$tmp"/ok/results/*/; do
+  ( set -a && . "$d/benchmark.env" && [[ -f $d/$RESULT_FILENAME.json && -f $d/agg_$RESULT_FILENAME.json ]] ) ||
+    fail "$d: no RESULT_FILENAME.json or agg beside benchmark.env: $(ls "$d")"
+done
 echo "ok: clean sweep: $(tail -1 "$tmp/ok.out")"
 
 # 2. The expert-parallel entries' API servers exit at start (tep4, dep4): under
