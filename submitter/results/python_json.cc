@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/matrix/matrix_json.h"  // AppendJsonString: Python's ensure_ascii escaping
+
 namespace ix {
 namespace {
 
@@ -23,43 +25,6 @@ void ShortestDigits(double x, std::string& digits, int& decpt) {
   decpt = std::atoi(s.c_str() + e + 1) + 1;
 }
 
-void AppendString(std::string& out, const char* s, size_t n) {
-  out += '"';
-  for (size_t i = 0; i < n;) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    unsigned cp = c;
-    size_t len = 1;
-    if (c >= 0xF0) len = 4, cp = c & 0x07;
-    else if (c >= 0xE0) len = 3, cp = c & 0x0F;
-    else if (c >= 0xC0) len = 2, cp = c & 0x1F;
-    if (i + len > n) len = 1, cp = c;  // truncated sequence: the byte as it is
-    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    i += len;
-    char esc[16];
-    switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
-    }
-    if (cp >= 0x20 && cp < 0x7F) {
-      out += static_cast<char>(cp);
-    } else if (cp > 0xFFFF) {  // a surrogate pair, as Python writes it
-      const unsigned v = cp - 0x10000;
-      std::snprintf(esc, sizeof esc, "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
-      out += esc;
-    } else {
-      std::snprintf(esc, sizeof esc, "\\u%04x", cp);
-      out += esc;
-    }
-  }
-  out += '"';
-}
-
 void Dump(std::string& out, const rapidjson::Value& v, int indent, int level) {
   const std::string nl = indent > 0 ? "\n" + std::string(static_cast<size_t>(indent * (level + 1)), ' ') : "";
   const std::string close = indent > 0 ? "\n" + std::string(static_cast<size_t>(indent * level), ' ') : "";
@@ -72,7 +37,7 @@ void Dump(std::string& out, const rapidjson::Value& v, int indent, int level) {
       if (!first) out += sep;
       first = false;
       out += nl;
-      AppendString(out, m.name.GetString(), m.name.GetStringLength());
+      AppendJsonString(out, std::string_view(m.name.GetString(), m.name.GetStringLength()));
       out += ": ";
       Dump(out, m.value, indent, level + 1);
     }
@@ -89,7 +54,7 @@ void Dump(std::string& out, const rapidjson::Value& v, int indent, int level) {
     }
     out += close + ']';
   } else if (v.IsString()) {
-    AppendString(out, v.GetString(), v.GetStringLength());
+    AppendJsonString(out, std::string_view(v.GetString(), v.GetStringLength()));
   } else if (v.IsBool()) {
     out += v.GetBool() ? "true" : "false";
   } else if (v.IsNull()) {
