@@ -58,6 +58,19 @@ TEST(SweepManifestJson, AMinimalManifestReads) {
   EXPECT_EQ(m.value().plan.entries[0].conc, 8);
 }
 
+// The task builds InferenceX's environment from the matrix entry and the
+// recipe router's version, so both come back from sweep.json.
+TEST(SweepManifestJson, TheMatrixEntryAndRouterVersionRoundTrip) {
+  Result<SweepManifest> m = SweepManifestFromJson(
+      kHead + R"("sweep":"sw-1","jobs":[{"key":"canary","canary":true,"gpus":4,"entries":[0]}],)"
+              R"("entries":[{"index":0,"job":"canary","recipe":"r","arm":"dep4","conc":8,)"
+              R"("router_version":"0.1.14","entry":{"tp":4,"dp-attn":true,"exp-name":"x"}}]})",
+      "s.json");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m.value().plan.entries[0].router_version, "0.1.14");
+  EXPECT_EQ(m.value().plan.entries[0].entry_json, R"({"tp":4,"dp-attn":true,"exp-name":"x"})");
+}
+
 TEST(SweepManifestJson, StreamSettingsRoundTripAndPlaceTheTaskResults) {
   const std::string base = kHead + R"("sweep":"sw-2","sweep_dir":"/s","jobs":[],"entries":[])";
   Result<SweepManifest> old = SweepManifestFromJson(base + "}", "s.json");
