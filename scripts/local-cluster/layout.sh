@@ -35,7 +35,11 @@ make_layout() {
   chmod 0755 "$MUNGE_DIR"
   rm -rf "$SPOOL/slurmctld" "$SPOOL/slurmd"
   mkdir -m 0755 "$SPOOL/slurmctld" "$SPOOL/slurmd"
-  rm -f "$CTLD_PID" "$SLURMD_PID" "$MUNGE_PID" "$MUNGE_SOCKET" "$MUNGE_SOCKET.lock"
+  local name
+  if [[ $MULTI -eq 1 ]]; then
+    for name in "${NODE_NAMES[@]}"; do mkdir -m 0755 "$SPOOL/slurmd/$name"; done
+  fi
+  rm -f "$CTLD_PID" "$RUN"/slurmd.pid "$RUN"/slurmd-*.pid "$RUN"/node-*.pid "$MUNGE_PID" "$MUNGE_SOCKET" "$MUNGE_SOCKET.lock"
   make_gpu_devices
   make_munge_key
 }
@@ -43,8 +47,12 @@ make_layout() {
 # Keep one previous generation of each log so that a failed start shows only
 # its own messages.
 rotate_logs() {
-  local f
-  for f in "$CTLD_LOG" "$SLURMD_LOG" "$MUNGE_LOG" "$LOG/munged.out" "$LOG/slurmctld.out" "$LOG/slurmd.out"; do
+  local f name files=("$CTLD_LOG" "$MUNGE_LOG" "$LOG/munged.out" "$LOG/slurmctld.out")
+  for name in "${NODE_NAMES[@]}"; do
+    files+=("$(slurmd_log "$name")" "$(slurmd_out "$name")")
+    [[ $MULTI -eq 0 ]] || files+=("$LOG/node-$name.out")
+  done
+  for f in "${files[@]}"; do
     if [[ -e $f ]]; then mv -f "$f" "$f.old"; fi
   done
 }

@@ -55,24 +55,25 @@ cluster_pids() {
   done
 }
 
-# daemon_pid NAME: pid of this cluster's main NAME daemon, from its pid file
-# when that is valid, else the NAME process whose command line names DIR.
+# daemon_pid NAME [NODE]: pid of this cluster's main NAME daemon (slurmd:
+# NODE's, default the first node's), from its pid file when that is valid,
+# else the NAME process whose command line names DIR (and "-N NODE").
 # Prints nothing when it does not run.
 daemon_pid() {
-  local name=$1 file pid
+  local name=$1 node=${2:-${NODE_NAMES[0]}} file pid want="$DIR/"
   case $name in
     munged) file=$MUNGE_PID ;;
     slurmctld) file=$CTLD_PID ;;
-    slurmd) file=$SLURMD_PID ;;
+    slurmd) file=$(slurmd_pid_file "$node"); want="-N $node " ;;
   esac
   if [[ -r $file ]]; then
     pid=$(tr -dc 0-9 2>/dev/null <"$file") || pid=
-    if [[ -n $pid && $(exe_base "$pid") == "$name" ]] && cmdline_has "$pid" "$DIR/"; then
+    if [[ -n $pid && $(exe_base "$pid") == "$name" ]] && cmdline_has "$pid" "$DIR/" && cmdline_has "$pid" "$want"; then
       echo "$pid"; return 0
     fi
   fi
   for pid in $(cluster_pids "$name"); do
-    if cmdline_has "$pid" "$DIR/"; then echo "$pid"; return 0; fi
+    if cmdline_has "$pid" "$DIR/" && cmdline_has "$pid" "$want"; then echo "$pid"; return 0; fi
   done
 }
 

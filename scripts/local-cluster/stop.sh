@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Sourced by scripts/local-cluster.sh: the 'stop' command. Jobs are cancelled
 # while the controller answers, then slurmd, slurmctld, leftover step daemons
-# (and their tasks) and munged are terminated; it fails if any is left.
+# (and their tasks) and munged are terminated, then (N nodes) whatever is
+# left in the nodes' namespaces, and the bridge; it fails if any is left.
 
 # cancel_jobs SLURMD_PID: scancel every job, then wait up to 10 s for the
 # step daemons to go (not at all when slurmd is gone).
@@ -31,7 +32,7 @@ stop_stepds() {
 # Fails, listing them, when processes of the cluster are still running.
 check_none_left() {
   local left
-  left=$(cluster_pids munged slurmctld slurmd slurmstepd | sort -u | tr '\n' ' ')
+  left=$( (cluster_pids munged slurmctld slurmd slurmstepd; holder_pids) | sort -u | tr '\n' ' ')
   [[ -n ${left// /} ]] || return 0
   echo "$PROG: processes of the cluster in $DIR are still running:" >&2
   # shellcheck disable=SC2086
@@ -43,27 +44,32 @@ check_none_left() {
 do_stop() {
   local quiet=${1:-}
   local any=0
-  local munged ctld slurmd stepds
-  munged=$(daemon_pid munged); ctld=$(daemon_pid slurmctld); slurmd=$(daemon_pid slurmd)
+  local munged ctld slurmd stepds holders
+  munged=$(daemon_pid munged); ctld=$(daemon_pid slurmctld); slurmd=$(cluster_pids slurmd)
   stepds=$(cluster_pids slurmstepd)
-  [[ -n $munged$ctld$slurmd$stepds ]] && any=1
+  holders=$(holder_pids)
+  [[ -n $munged$ctld$slurmd$stepds$holders ]] && any=1
 
   # Cancel jobs while the controller still answers so steps end cleanly.
   # (Also when slurmd is gone: the controller then still tells waiting srun
   # and sbatch --wait clients that their jobs ended.)
   if [[ -n $ctld ]] && ctld_answers; then cancel_jobs "$slurmd"; fi
 
-  local pids
-  mapfile -t pids < <(echo "$slurmd"; cluster_pids slurmd)
+  local pids name
+  mapfile -t pids < <(for name in "${NODE_NAMES[@]}"; do daemon_pid slurmd "$name"; done; cluster_pids slurmd)
   terminate slurmd 10 "${pids[@]}" || true
   mapfile -t pids < <(echo "$ctld"; cluster_pids slurmctld)
   terminate slurmctld 10 "${pids[@]}" || true
   stop_stepds
   mapfile -t pids < <(echo "$munged"; cluster_pids munged)
   terminate munged 10 "${pids[@]}" || true
+  # N nodes: what is left in their namespaces (tasks a job left behind, a
+  # shell entered with exec), the holders, then the network.
+  stop_nodes
 
-  rm -f "$CTLD_PID" "$SLURMD_PID" "$MUNGE_PID"
+  rm -f "$CTLD_PID" "$RUN"/slurmd.pid "$RUN"/slurmd-*.pid "$MUNGE_PID"
   check_none_left || return 1
+  check_network_gone || return 1
   if [[ $quiet != quiet ]]; then
     if [[ $any -eq 1 ]]; then say "stopped ($DIR)"; else say "not running ($DIR)"; fi
   fi
