@@ -51,7 +51,8 @@ const LooseArgs::Flag* LooseArgs::last(std::string_view name) const {
 }
 
 LooseArgs parse_loose(const std::vector<std::string>& args,
-                      const std::set<std::string, std::less<>>& multi_value) {
+                      const std::set<std::string, std::less<>>& multi_value,
+                      const std::set<std::string, std::less<>>& no_value) {
   LooseArgs out;
   bool only_positionals = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -75,7 +76,8 @@ LooseArgs parse_loose(const std::vector<std::string>& args,
       flag.values.push_back(token.substr(eq + 1));
     } else {
       flag.name = normalize_flag_name(token);
-      if (i + 1 < args.size() && !is_flag_token(args[i + 1]) && args[i + 1] != "--") {
+      bool takes_value = no_value.count(flag.name) == 0;
+      if (takes_value && i + 1 < args.size() && !is_flag_token(args[i + 1]) && args[i + 1] != "--") {
         flag.values.push_back(args[++i]);
       }
     }

@@ -28,7 +28,10 @@ bool is_flag_token(std::string_view token);
 // hundreds of flags): every flag is accepted. A flag takes the next token as
 // its value when that token is not itself a flag; `--flag=value` works too.
 // A flag listed in `multi_value` also takes every further non-flag token
-// (like argparse nargs='+'). Names are kept as written, except that
+// (like argparse nargs='+'); one listed in `no_value` (argparse's
+// store_true, e.g. --headless) never takes the next token, so
+// `--headless /models/m` leaves the model a positional (`--headless=x` still
+// records x, for the caller to refuse). Names are kept as written, except that
 // underscores after the leading dashes become dashes, as vLLM does.
 // "--" ends the flags: every later token is a positional.
 struct LooseArgs {
@@ -44,7 +47,8 @@ struct LooseArgs {
   bool has(std::string_view name) const { return last(name) != nullptr; }
 };
 LooseArgs parse_loose(const std::vector<std::string>& args,
-                      const std::set<std::string, std::less<>>& multi_value = {});
+                      const std::set<std::string, std::less<>>& multi_value = {},
+                      const std::set<std::string, std::less<>>& no_value = {});
 
 // Strict parsing in the manner of clap (the real vllm-router and most Rust
 // CLIs): only declared options; an unknown one is an error.

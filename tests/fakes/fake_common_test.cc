@@ -45,6 +45,15 @@ TEST(ParseLoose, MultiValueFlagsAndDoubleDash) {
   EXPECT_EQ(a.positionals, std::vector<std::string>{"--not-a-flag"});
 }
 
+TEST(ParseLoose, NoValueFlagsLeaveTheNextTokenAPositional) {
+  LooseArgs a = parse_loose({"--headless", "/models/m", "--headless=1", "-dp", "2"}, {}, {"--headless"});
+  EXPECT_EQ(a.positionals, std::vector<std::string>{"/models/m"});
+  ASSERT_EQ(a.flags.size(), 3u);
+  EXPECT_TRUE(a.flags[0].values.empty());
+  EXPECT_EQ(a.last("--headless")->values, std::vector<std::string>{"1"});  // the caller refuses it
+  EXPECT_EQ(a.last("-dp")->values.front(), "2");
+}
+
 TEST(IsFlagToken, DistinguishesFlagsFromValues) {
   EXPECT_TRUE(is_flag_token("--port"));
   EXPECT_TRUE(is_flag_token("-dp"));

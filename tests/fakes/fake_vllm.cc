@@ -4,7 +4,10 @@
 // one EngineCore child per local data-parallel rank (vllm_engine_cores.h),
 // listens only once "ready" (vllm_port.h), serves the OpenAI endpoints,
 // /health and /metrics (vllm_api.h), and injects the failures real vLLM is
-// known for (vllm_switches.h). This file is the start-up sequence.
+// known for (vllm_switches.h). Across nodes (vllm_layout.h) the head waits
+// for its headless nodes over TCP before it is ready (vllm_head.h), and a
+// headless node joins it and serves nothing (vllm_headless.h). This file is
+// the start-up sequence.
 // Documentation: tests/fakes/README.md.
 #include <chrono>
 #include <csignal>
@@ -21,6 +24,8 @@
 #include "vllm_api.h"
 #include "vllm_args.h"
 #include "vllm_engine_cores.h"
+#include "vllm_head.h"
+#include "vllm_headless.h"
 #include "vllm_port.h"
 #include "vllm_record.h"
 #include "vllm_switches.h"
@@ -37,28 +42,21 @@ bool is_directory(const std::string& path) {
 }
 
 void log_started(const Config& cfg, int port, const std::string& record_path) {
+  const Layout& l = cfg.layout;
   std::string ranks;
-  for (int r : cfg.local_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-  logf("vLLM API server version %s (fake): serving %s as '%s' on %s:%d, data-parallel size %d, local ranks [%s]",
-       kVersion, cfg.model_path.c_str(), cfg.served_names.front().c_str(), cfg.host.c_str(), port, cfg.dp_size,
-       ranks.c_str());
+  for (int r : l.local_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  if (l.role != Role::kHeadless) {
+    logf("vLLM API server version %s (fake): serving %s as '%s' on %s:%d, data-parallel size %d, local ranks [%s]%s",
+         kVersion, cfg.model_path.c_str(), cfg.served_names.front().c_str(), cfg.host.c_str(), port, cfg.dp_size,
+         ranks.c_str(), l.role == Role::kHead ? ", head of a multi-node engine" : "");
+  }
   logf("argv and environment recorded in %s", record_path.c_str());
   const Switches& sw = cfg.switches;
   if (!sw.fault_only_if_arg.empty()) {
     logf("FAKE_VLLM_FAULT_ONLY_IF_ARG='%s': fault switches %s", sw.fault_only_if_arg.c_str(),
          sw.faults_active ? "apply (an argument matches)" : "ignored (no argument matches)");
   }
-}
-
-// The "model load": FAKE_VLLM_START_DELAY_S, or forever with
-// FAKE_VLLM_NEVER_READY (the port stays bound and refused).
-void load_model(const Switches& sw) {
-  if (sw.never_ready) {
-    logf("fault FAKE_VLLM_NEVER_READY: the engines never finish loading; the port is never listened on");
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
-  logf("waiting for engine cores to load the model (%.3f s)", sw.start_delay_s);
-  ixfake::sleep_s(sw.start_delay_s);
+  if (sw.never_join && l.role != Role::kHeadless) logf("FAKE_VLLM_NEVER_JOIN: not a headless node, nothing to do");
 }
 
 // Trades the reserved socket for the listening one and serves until the
@@ -100,13 +98,19 @@ int main(int argc, char** argv) {
   sigset_t set = ixfake::handled_signals();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  // A headless node serves no API, so it holds no port.
+  const Role role = cfg.layout.role;
   int port = cfg.port;
-  int reservation_fd = reserve_port(cfg.host, cfg.port, port);
-  start_engine_cores(cfg.local_ranks, reservation_fd);
+  int reservation_fd = role == Role::kHeadless ? -1 : reserve_port(cfg.host, cfg.port, port);
+  set_exit_on_engine_death(role == Role::kHeadless);
+  start_engine_cores(cfg.layout.local_ranks, reservation_fd);
+  if (role == Role::kHead) start_head(cfg);
   std::thread(signal_loop).detach();
 
   std::string record_path = write_record(cfg.switches.record_dir, cfg.argv);
   log_started(cfg, port, record_path);
+  if (role == Role::kHeadless) run_headless(cfg);
   load_model(cfg.switches);
+  if (role == Role::kHead) wait_for_nodes();
   serve(cfg, reservation_fd, port);
 }

@@ -60,7 +60,7 @@ std::string check_context(int prompt_tokens, int max_tokens, long long max_model
 Engine::Engine(Config cfg)
     : cfg_(std::move(cfg)),
       latency_{cfg_.switches.token_delay_s, cfg_.switches.token_delay_per_seq_s, cfg_.switches.prefill_s_per_1k} {
-  for (int r : cfg_.local_ranks) stats_.emplace(r, RankStats{});
+  for (int r : cfg_.layout.served_ranks) stats_.emplace(r, RankStats{});
 }
 
 void Engine::install(http::Server& svr) {
@@ -90,7 +90,7 @@ void Engine::install(http::Server& svr) {
   });
   svr.Get("/metrics", [this](const http::Request&, http::Response& res) {
     std::lock_guard<std::mutex> lock(stats_mutex_);
-    res.set_content(render_metrics(stats_, cfg_.served_names.front(), cfg_.local_ranks.front(), cfg_.max_model_len),
+    res.set_content(render_metrics(stats_, cfg_.served_names.front(), served().front(), cfg_.max_model_len),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   svr.Post("/v1/completions", [this](const http::Request& req, http::Response& res) { completion(req, res, false); });
@@ -105,10 +105,13 @@ void Engine::json_error(http::Response& res, int status, const std::string& mess
 
 // The data-parallel rank that serves a request: the router's
 // X-data-parallel-rank header, else this process's --data-parallel-rank,
-// else its first local rank (0 for a plain `vllm serve`).
+// else its first rank (0 for a plain `vllm serve`). The head of a
+// multi-node engine answers for the ranks of its other nodes too (the fake
+// executes nothing remotely), and says which.
 bool Engine::resolve_rank(const http::Request& req, int& rank, std::string& error) const {
+  const std::vector<int>& ranks = served();
   if (!req.has_header("X-data-parallel-rank")) {
-    rank = cfg_.local_ranks.front();
+    rank = ranks.front();
     return true;
   }
   std::string v = req.get_header_value("X-data-parallel-rank");
@@ -117,9 +120,8 @@ bool Engine::resolve_rank(const http::Request& req, int& rank, std::string& erro
     error = "X-data-parallel-rank: '" + v + "' is not a data-parallel rank";
     return false;
   }
-  if (std::find(cfg_.local_ranks.begin(), cfg_.local_ranks.end(), *r) == cfg_.local_ranks.end()) {
-    error = strprintf("data_parallel_rank %lld is out of range [%d, %d]", *r, cfg_.local_ranks.front(),
-                      cfg_.local_ranks.back());
+  if (std::find(ranks.begin(), ranks.end(), *r) == ranks.end()) {
+    error = strprintf("data_parallel_rank %lld is out of range [%d, %d]", *r, ranks.front(), ranks.back());
     return false;
   }
   rank = static_cast<int>(*r);

@@ -18,8 +18,8 @@
 
 namespace ixfake::vllm {
 
-// The API server's state. Invariant: stats_ has exactly one entry per local
-// rank; a request counts as running in it from the parsed request to the
+// The API server's state (never built on a headless node). Invariant:
+// stats_ has exactly one entry per served rank (cfg().layout.served_ranks); a request counts as running in it from the parsed request to the
 // last byte sent (or the stream's abort).
 class Engine {
  public:
@@ -34,6 +34,7 @@ class Engine {
 
  private:
   static void json_error(http::Response& res, int status, const std::string& message, const char* type);
+  const std::vector<int>& served() const { return cfg_.layout.served_ranks; }
   bool resolve_rank(const http::Request& req, int& rank, std::string& error) const;
   bool read_request(const http::Request& req, http::Response& res, Call& c, bool& stream);
   void completion(const http::Request& req, http::Response& res, bool chat);

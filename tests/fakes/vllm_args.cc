@@ -91,32 +91,57 @@ void read_model(const LooseArgs& args, Config& cfg) {
   }
 }
 
-// The data-parallel layout: which ranks of --data-parallel-size this process
-// serves (one with --data-parallel-rank, else --data-parallel-start-rank and
-// --data-parallel-size-local, else all of them).
+// A store_true flag (--headless): present or not; a value is an error, as
+// argparse's "ignored explicit argument".
+bool bool_flag(const LooseArgs& args, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const auto* f = args.last(name);
+    if (f == nullptr) continue;
+    if (!f->values.empty()) usage_error(std::string("argument ") + name + ": ignored explicit argument '" +
+                                        f->values.front() + "'");
+    return true;
+  }
+  return false;
+}
+
+std::optional<std::string> string_flag(const LooseArgs& args, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (auto v = flag_value(args, name)) return v;
+  }
+  return std::nullopt;
+}
+
+// The flags of the data-parallel and multi-node layout (vllm_layout.h).
+LayoutFlags read_layout_flags(const LooseArgs& args) {
+  LayoutFlags f;
+  if (auto n = int_flag(args, {"--data-parallel-size", "-dp"}, 1, 1024)) f.dp_size = *n;
+  f.dp_rank = int_flag(args, {"--data-parallel-rank", "-dpn"}, 0, 1023);
+  f.dp_size_local = int_flag(args, {"--data-parallel-size-local", "-dpl"}, 0, 1024);
+  f.dp_start_rank = int_flag(args, {"--data-parallel-start-rank", "-dpr"}, 0, 1023);
+  f.dp_rpc_port = int_flag(args, {"--data-parallel-rpc-port", "-dpp"}, 1, 65535);
+  f.dp_address = string_flag(args, {"--data-parallel-address", "-dpa"});
+  f.headless = bool_flag(args, {"--headless"});
+  f.hybrid_lb = bool_flag(args, {"--data-parallel-hybrid-lb", "-dph"});
+  f.api_server_count = int_flag(args, {"--api-server-count", "-asc"}, 0, 1024);
+  if (auto n = int_flag(args, {"--nnodes", "-n"}, 1, 1024)) f.nnodes = *n;
+  if (auto r = int_flag(args, {"--node-rank", "-r"}, 0, 1023)) f.node_rank = *r;
+  f.master_addr = string_flag(args, {"--master-addr"});
+  f.master_port = int_flag(args, {"--master-port"}, 1, 65535);
+  if (auto n = int_flag(args, {"--tensor-parallel-size", "-tp"}, 1, 1024)) f.tp = *n;
+  if (auto n = int_flag(args, {"--pipeline-parallel-size", "-pp"}, 1, 1024)) f.pp = *n;
+  for (const auto& host : {f.dp_address, f.master_addr}) {
+    if (host && host->empty()) usage_error("an empty --data-parallel-address or --master-addr");
+  }
+  return f;
+}
+
+// The data-parallel layout: which ranks this process runs and answers for,
+// and whether it heads or joins a multi-node engine (vllm_layout.h).
 void read_data_parallel(const LooseArgs& args, Config& cfg) {
-  if (auto n = int_flag(args, {"--data-parallel-size", "-dp"}, 1, 1024)) cfg.dp_size = *n;
-  cfg.dp_rank = int_flag(args, {"--data-parallel-rank", "-dpn"}, 0, 1023);
-  auto local = int_flag(args, {"--data-parallel-size-local", "-dpl"}, 1, 1024);
-  auto start = int_flag(args, {"--data-parallel-start-rank", "-dpr"}, 0, 1023);
-  (void)int_flag(args, {"--data-parallel-rpc-port", "-dpp"}, 1, 65535);
-  (void)flag_value(args, "--data-parallel-address");
-  (void)flag_value(args, "-dpa");
-  if (cfg.dp_rank) {
-    if (*cfg.dp_rank >= cfg.dp_size) {
-      usage_error(strprintf("--data-parallel-rank %d is out of range for --data-parallel-size %d", *cfg.dp_rank,
-                            cfg.dp_size));
-    }
-    cfg.local_ranks = {*cfg.dp_rank};
-    return;
-  }
-  int first = start.value_or(0);
-  int count = local.value_or(cfg.dp_size - first);
-  if (count < 1 || first + count > cfg.dp_size) {
-    usage_error(strprintf("local data-parallel ranks %d..%d do not fit --data-parallel-size %d", first,
-                          first + count - 1, cfg.dp_size));
-  }
-  for (int r = first; r < first + count; ++r) cfg.local_ranks.push_back(r);
+  LayoutFlags f = read_layout_flags(args);
+  cfg.dp_size = f.dp_size;
+  cfg.dp_rank = f.dp_rank;
+  if (std::string err = plan_layout(f, cfg.layout); !err.empty()) usage_error(err);
 }
 
 // JSON-valued flags (--speculative-config, --compilation-config, ...): vLLM
@@ -165,7 +190,11 @@ Config parse_config(int argc, char** argv) {
   cfg.argv.assign(argv, argv + argc);
   handle_subcommand(argc, argv);
   std::vector<std::string> rest(argv + 2, argv + argc);
-  LooseArgs args = parse_loose(rest, {"--served-model-name"});
+  // argparse's store_true flags the fake reads or may meet before the model.
+  LooseArgs args = parse_loose(rest, {"--served-model-name"},
+                               {"--headless", "--data-parallel-hybrid-lb", "-dph", "--no-data-parallel-hybrid-lb",
+                                "--data-parallel-external-lb", "-dpe", "--no-data-parallel-external-lb",
+                                "--enable-expert-parallel", "-ep", "--no-enable-expert-parallel"});
   read_model(args, cfg);
   if (auto h = flag_value(args, "--host")) cfg.host = *h;
   if (auto p = int_flag(args, {"--port"}, 0, 65535)) cfg.port = *p;
@@ -178,7 +207,7 @@ Config parse_config(int argc, char** argv) {
     }
   }
   check_config_flags(args);
-  cfg.switches = parse_switches(cfg.argv, cfg.local_ranks);
+  cfg.switches = parse_switches(cfg.argv, cfg.layout.local_ranks, cfg.dp_size);
   return cfg;
 }
 

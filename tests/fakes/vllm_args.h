@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "vllm_layout.h"
 #include "vllm_switches.h"
 
 namespace ixfake::vllm {
@@ -14,8 +15,9 @@ namespace ixfake::vllm {
 inline constexpr const char* kVersion = "0.0.0+fake";
 
 // What one `vllm serve` process is asked to be. Invariants after
-// parse_config: served_names and local_ranks are not empty, and every local
-// rank is in [0, dp_size).
+// parse_config: served_names is not empty, and layout keeps its own
+// (vllm_layout.h): every rank in [0, dp_size), served_ranks empty only for a
+// headless node.
 struct Config {
   std::vector<std::string> argv;  // exactly as received, argv[0] included
   std::string model_path;
@@ -24,7 +26,7 @@ struct Config {
   int port = 8000;
   int dp_size = 1;
   std::optional<int> dp_rank;    // --data-parallel-rank (external load balancing)
-  std::vector<int> local_ranks;  // the ranks this process serves, one EngineCore each
+  Layout layout;                 // role, local and served ranks, the head's address
   long long max_model_len = 8192;
   Switches switches;             // the environment's, applied or not (faults_active)
 };

@@ -42,13 +42,55 @@ TEST(VllmArgs, ModelNamesPortAndLength) {
 }
 
 TEST(VllmArgs, DataParallelLayouts) {
-  EXPECT_EQ(Parse({"serve", "/m"}).local_ranks, std::vector<int>{0});
-  EXPECT_EQ(Parse({"serve", "/m", "-dp", "4"}).local_ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(Parse({"serve", "/m"}).layout.local_ranks, std::vector<int>{0});
+  EXPECT_EQ(Parse({"serve", "/m", "-dp", "4"}).layout.local_ranks, (std::vector<int>{0, 1, 2, 3}));
   Config rank = Parse({"serve", "/m", "--data-parallel-size", "4", "--data-parallel-rank", "2"});
-  EXPECT_EQ(rank.local_ranks, std::vector<int>{2});
+  EXPECT_EQ(rank.layout.local_ranks, std::vector<int>{2});
   EXPECT_EQ(rank.dp_rank, 2);
   Config hybrid = Parse({"serve", "/m", "-dp", "8", "--data-parallel-start-rank", "4", "--data-parallel-size-local", "2"});
-  EXPECT_EQ(hybrid.local_ranks, (std::vector<int>{4, 5}));
+  EXPECT_EQ(hybrid.layout.local_ranks, (std::vector<int>{4, 5}));
+}
+
+TEST(VllmArgs, MultiNodeFlagsAsVllmSpellsThem) {
+  Config head = Parse({"serve", "/m", "--data-parallel-size", "16", "--data-parallel-size-local", "8",
+                       "--data-parallel-address", "10.0.0.1", "--data-parallel-rpc-port", "13345"});
+  EXPECT_EQ(head.layout.role, Role::kHead);
+  EXPECT_EQ(head.layout.join_host, "10.0.0.1");
+  EXPECT_EQ(head.layout.join_port, 13345);
+  // --headless is a store_true flag: the model after it stays the positional.
+  Config node = Parse({"serve", "--headless", "/m", "-dp", "16", "-dpl", "8", "-dpr", "8", "-dpa", "10.0.0.1",
+                       "-dpp", "13345"});
+  EXPECT_EQ(node.model_path, "/m");
+  EXPECT_EQ(node.layout.role, Role::kHeadless);
+  EXPECT_EQ(node.layout.local_ranks.front(), 8);
+  Config tp = Parse({"serve", "/m", "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2", "--nnodes", "2",
+                     "--node-rank", "1", "--master-addr", "10.0.0.1", "--master-port", "29600", "--headless"});
+  EXPECT_EQ(tp.layout.role, Role::kHeadless);
+  EXPECT_EQ(tp.layout.span, Span::kNodes);
+  EXPECT_EQ(tp.layout.join_port, 29600);
+  Config short_flags = Parse({"serve", "/m", "-tp", "8", "-pp", "2", "-n", "2", "-r", "0"});
+  EXPECT_EQ(short_flags.layout.role, Role::kHead);
+  EXPECT_EQ(short_flags.layout.tp, 8);
+}
+
+TEST(VllmArgs, MultiNodeErrorsExit2NamingTheFlags) {
+  EXPECT_EXIT(Parse({"serve", "/m", "-dp", "16", "-dpl", "8", "--headless"}), testing::ExitedWithCode(2),
+              "vllm serve: error: --headless with --data-parallel-size-local 8 < --data-parallel-size 16 needs "
+              "--data-parallel-start-rank");
+  EXPECT_EXIT(Parse({"serve", "/m", "-dp", "16", "-dpl", "8", "-dpr", "4", "--headless"}), testing::ExitedWithCode(2),
+              "is not a multiple of --data-parallel-size-local 8");
+  EXPECT_EXIT(Parse({"serve", "/m", "-dp", "16", "-dpl", "8", "-dpr", "16", "--headless"}),
+              testing::ExitedWithCode(2), "do not fit --data-parallel-size 16");
+  EXPECT_EXIT(Parse({"serve", "/m", "-tp", "8", "--nnodes", "2", "--node-rank", "1"}), testing::ExitedWithCode(2),
+              "--node-rank 1 needs --headless");
+  EXPECT_EXIT(Parse({"serve", "/m", "--nnodes", "2", "--node-rank", "2"}), testing::ExitedWithCode(2),
+              "node_rank=2 must be less than nnodes=2");
+  EXPECT_EXIT(Parse({"serve", "/m", "--headless=yes"}), testing::ExitedWithCode(2),
+              "argument --headless: ignored explicit argument 'yes'");
+  EXPECT_EXIT(Parse({"serve", "/m", "--data-parallel-rpc-port", "0"}), testing::ExitedWithCode(2),
+              "argument --data-parallel-rpc-port: invalid int value");
+  EXPECT_EXIT(Parse({"serve", "/m", "--master-port", "70000"}), testing::ExitedWithCode(2),
+              "argument --master-port: invalid int value");
 }
 
 TEST(VllmArgs, UsageErrorsExit2WithArgparseMessages) {

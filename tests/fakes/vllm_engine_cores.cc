@@ -28,6 +28,8 @@ std::mutex g_children_mutex;
 std::vector<Child> g_children;  // guarded by g_children_mutex
 std::atomic<bool> g_shutting_down{false};
 double g_stop_delay_s = 0;      // written before any thread
+bool g_exit_on_engine_death = false;  // written before any thread
+std::atomic<ShutdownHook> g_shutdown_hook{nullptr};
 
 std::string wait_status_text(int status) {
   if (WIFEXITED(status)) return strprintf("exit status %d", WEXITSTATUS(status));
@@ -107,8 +109,11 @@ void stop_children() {
   }
 }
 
-void reap_children() {
+// Reaps what has exited; returns the first unexpected death's log line
+// ("" when none), for a headless node to exit on.
+std::string reap_children() {
   std::lock_guard<std::mutex> lock(g_children_mutex);
+  std::string death;
   for (;;) {
     int st = 0;
     pid_t pid = ::waitpid(-1, &st, WNOHANG);
@@ -120,17 +125,28 @@ void reap_children() {
         logf("EngineCore_DP%d (pid %d) stopped: %s", c.rank, static_cast<int>(pid), wait_status_text(st).c_str());
         continue;
       }
+      std::string line = strprintf("Engine core proc EngineCore_DP%d (pid %d) died unexpectedly: %s", c.rank,
+                                   static_cast<int>(pid), wait_status_text(st).c_str());
+      if (g_exit_on_engine_death) {
+        logf("%s", line.c_str());
+        if (death.empty()) death = line;
+        continue;
+      }
       // Real vLLM's API server does not notice here and keeps answering
       // /health with 200: the bug the step supervisor must catch.
-      logf("Engine core proc EngineCore_DP%d (pid %d) died unexpectedly: %s; the API server keeps serving", c.rank,
-           static_cast<int>(pid), wait_status_text(st).c_str());
+      logf("%s; the API server keeps serving", line.c_str());
     }
   }
+  return death;
 }
 
 }  // namespace
 
 void set_stop_delay(double seconds) { g_stop_delay_s = seconds; }
+
+void set_exit_on_engine_death(bool exit) { g_exit_on_engine_death = exit; }
+
+void set_shutdown_hook(ShutdownHook hook) { g_shutdown_hook.store(hook); }
 
 void start_engine_cores(const std::vector<int>& ranks, int reservation_fd) {
   pid_t self = ::getpid();
@@ -168,7 +184,9 @@ void signal_loop() {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
     switch (sig) {
-      case SIGCHLD: reap_children(); break;
+      case SIGCHLD:
+        if (std::string death = reap_children(); !death.empty()) shutdown_and_exit(1, death);
+        break;
       case SIGTERM:
       case SIGINT:
       case SIGHUP: shutdown_and_exit(0, strprintf("received %s", strsignal(sig)));
@@ -177,11 +195,14 @@ void signal_loop() {
   }
 }
 
+bool shutdown_started() { return g_shutting_down.load(); }
+
 void shutdown_and_exit(int code, const std::string& reason) {
   static std::mutex once;
   once.lock();  // never released: a second caller waits for the _exit
   g_shutting_down.store(true);
   logf("%s: shutting down API server and engine cores", reason.c_str());
+  if (ShutdownHook hook = g_shutdown_hook.load(); hook != nullptr) hook(code, reason);
   stop_children();
   if (g_stop_delay_s > 0) {
     logf("releasing resources (FAKE_VLLM_STOP_DELAY_S=%g)", g_stop_delay_s);

@@ -27,6 +27,19 @@ void set_stop_delay(double seconds);
 // thread (PR_SET_PDEATHSIG). A failed fork stops those started and exits 1.
 void start_engine_cores(const std::vector<int>& ranks, int reservation_fd);
 
+// A headless node (vllm_layout.h) ends when one of its EngineCores dies, as
+// vLLM's headless engine manager does: shutdown_and_exit(1). The API server
+// of a head or single node keeps serving instead (the real bug). Set before
+// any thread.
+void set_exit_on_engine_death(bool exit);
+
+// Called once at the start of shutdown_and_exit, before the children are
+// stopped, with its code and reason: the multi-node link tells its peers
+// (vllm_head.h, vllm_headless.h). May be set from any thread, once its
+// state is complete.
+using ShutdownHook = void (*)(int code, const std::string& reason);
+void set_shutdown_hook(ShutdownHook hook);
+
 // The children started, in rank order, dead or alive.
 std::vector<EngineCore> engine_cores();
 
@@ -35,8 +48,13 @@ std::vector<EngineCore> engine_cores();
 void crash_engine_core(int rank);
 
 // The API server's signal thread: reaps children as they die (logged, as
-// vLLM's "died unexpectedly" line) and shuts down on TERM, INT or HUP.
+// vLLM's "died unexpectedly" line; a headless node then exits 1) and shuts
+// down on TERM, INT or HUP.
 [[noreturn]] void signal_loop();
+
+// True once shutdown_and_exit has begun: what a peer says from then on is
+// the echo of this process's own end, not news.
+bool shutdown_started();
 
 // TERM to every child, up to 2 s grace, KILL, reap, the stop delay, then
 // _exit(code). Safe from any thread; the first caller wins and the others

@@ -1,8 +1,10 @@
 #include "vllm_switches.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "fake_common.h"
 #include "vllm_engine_cores.h"
@@ -50,21 +52,29 @@ bool argv_matches(const std::vector<std::string>& argv, const std::string& only)
   return match;
 }
 
-int crash_rank_switch(const std::vector<int>& local_ranks) {
-  int crash_rank = local_ranks.back();
+// FAKE_VLLM_CRASH_ENGINE_RANK: a global rank, so one environment serves
+// every node of a multi-node engine; -1 when this node does not run it.
+int crash_rank_switch(const std::vector<int>& local_ranks, int dp_size) {
+  int crash_rank = local_ranks.empty() ? -1 : local_ranks.back();
   if (auto v = env("FAKE_VLLM_CRASH_ENGINE_RANK")) {
     auto r = parse_int(*v, 0, 1023);
-    if (!r || std::find(local_ranks.begin(), local_ranks.end(), *r) == local_ranks.end()) {
-      env_error("FAKE_VLLM_CRASH_ENGINE_RANK", *v, "one of this process's data-parallel ranks");
-    }
-    crash_rank = static_cast<int>(*r);
+    if (!r || *r >= dp_size) env_error("FAKE_VLLM_CRASH_ENGINE_RANK", *v, "a data-parallel rank below --data-parallel-size");
+    bool here = std::find(local_ranks.begin(), local_ranks.end(), *r) != local_ranks.end();
+    crash_rank = here ? static_cast<int>(*r) : -1;
   }
   return crash_rank;
 }
 
+bool env_flag(const char* name) {
+  auto v = env(name);
+  if (!v || v->empty()) return false;
+  if (*v != "0" && *v != "1") env_error(name, *v, "0 or 1");
+  return *v == "1";
+}
+
 }  // namespace
 
-Switches parse_switches(const std::vector<std::string>& argv, const std::vector<int>& local_ranks) {
+Switches parse_switches(const std::vector<std::string>& argv, const std::vector<int>& local_ranks, int dp_size) {
   Switches sw;
   if (auto d = env("FAKE_VLLM_RECORD_DIR")) sw.record_dir = *d;
   if (auto only = env("FAKE_VLLM_FAULT_ONLY_IF_ARG"); only && !only->empty()) {
@@ -73,18 +83,16 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
   }
   // Parse every switch even when inactive, so a typo is an error either way.
   auto delay = env_seconds("FAKE_VLLM_START_DELAY_S");
-  bool never = false;
-  if (auto v = env("FAKE_VLLM_NEVER_READY"); v && !v->empty()) {
-    if (*v != "0" && *v != "1") env_error("FAKE_VLLM_NEVER_READY", *v, "0 or 1");
-    never = *v == "1";
-  }
+  bool never = env_flag("FAKE_VLLM_NEVER_READY");
+  bool never_join = env_flag("FAKE_VLLM_NEVER_JOIN");
   auto crash = env_seconds("FAKE_VLLM_CRASH_ENGINE_AFTER_S");
   auto exit0 = env_seconds("FAKE_VLLM_EXIT0_AFTER_S");
   auto hang = env_seconds("FAKE_VLLM_HANG_AFTER_S");
-  int crash_rank = crash_rank_switch(local_ranks);
+  int crash_rank = crash_rank_switch(local_ranks, dp_size);
   if (sw.faults_active) {
     if (delay) sw.start_delay_s = *delay;
     sw.never_ready = never;
+    sw.never_join = never_join;
     sw.crash_engine_after_s = crash;
     sw.crash_rank = crash_rank;
     sw.exit0_after_s = exit0;
@@ -94,7 +102,17 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
   sw.token_delay_per_seq_s = env_ms("FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS");
   sw.prefill_s_per_1k = env_ms("FAKE_VLLM_PREFILL_MS_PER_1K");
   if (auto s = env_seconds("FAKE_VLLM_STOP_DELAY_S")) sw.stop_delay_s = *s;
+  if (auto s = env_seconds("FAKE_VLLM_JOIN_TIMEOUT_S")) sw.join_timeout_s = *s;
   return sw;
+}
+
+void load_model(const Switches& sw) {
+  if (sw.never_ready) {
+    logf("fault FAKE_VLLM_NEVER_READY: the engines never finish loading");
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  logf("waiting for engine cores to load the model (%.3f s)", sw.start_delay_s);
+  sleep_s(sw.start_delay_s);
 }
 
 void fault_loop(const Switches& sw, std::atomic<bool>& hang, double ready_at) {
@@ -111,7 +129,13 @@ void fault_loop(const Switches& sw, std::atomic<bool>& hang, double ready_at) {
   for (const auto& e : events) {
     sleep_s(e.at - now_s());
     switch (e.kind) {
-      case Kind::kCrash: crash_engine_core(sw.crash_rank); break;
+      case Kind::kCrash:
+        if (sw.crash_rank < 0) {
+          logf("fault FAKE_VLLM_CRASH_ENGINE_AFTER_S: the rank to crash is not on this node; nothing crashes here");
+        } else {
+          crash_engine_core(sw.crash_rank);
+        }
+        break;
       case Kind::kExit0: shutdown_and_exit(0, "fault FAKE_VLLM_EXIT0_AFTER_S: API server exits with status 0");
       case Kind::kHang:
         logf("fault FAKE_VLLM_HANG_AFTER_S: the API server stops answering (the process stays alive)");

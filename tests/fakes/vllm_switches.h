@@ -20,20 +20,28 @@ struct Switches {
   bool faults_active = true;
   double start_delay_s = 0.05;
   bool never_ready = false;
+  bool never_join = false;         // a headless node never connects to its head
   std::optional<double> crash_engine_after_s;
-  int crash_rank = -1;             // a local rank once faults_active
+  int crash_rank = -1;             // a local rank once faults_active; -1: none on this node
   std::optional<double> exit0_after_s;
   std::optional<double> hang_after_s;
   double token_delay_s = 0;        // not a fault: per generated token (vllm_latency.h)
   double token_delay_per_seq_s = 0;  // not a fault: added per other sequence on the rank
   double prefill_s_per_1k = 0;     // not a fault: per 1000 prompt tokens
   double stop_delay_s = 0;         // not a fault: added to every shutdown
+  double join_timeout_s = 60;      // not a fault: how long a headless node tries to reach its head
 };
 
 // Reads the environment for a process with this argv (matched against
-// FAKE_VLLM_FAULT_ONLY_IF_ARG) serving local_ranks (not empty; the default
-// crash rank is the last). A malformed value prints why and exits 2.
-Switches parse_switches(const std::vector<std::string>& argv, const std::vector<int>& local_ranks);
+// FAKE_VLLM_FAULT_ONLY_IF_ARG) running local_ranks of dp_size (the default
+// crash rank is the last local one; FAKE_VLLM_CRASH_ENGINE_RANK names a
+// global rank, and crashes nothing on a node that does not run it). A
+// malformed value prints why and exits 2.
+Switches parse_switches(const std::vector<std::string>& argv, const std::vector<int>& local_ranks, int dp_size);
+
+// The "model load": sleeps FAKE_VLLM_START_DELAY_S, or forever with
+// FAKE_VLLM_NEVER_READY (the caller never becomes ready).
+void load_model(const Switches& sw);
 
 // Sleeps until each timed fault is due (ready_at + its delay, in order) and
 // fires it: crash an EngineCore, exit 0, or set `hang`. Runs in its own
