@@ -364,7 +364,7 @@ ok "ISL=OSL=1024 RESULT_FILENAME=x: x.json has benchmark_serving.py's keys in it
 (cd "$TMP/cwd" && ISL=1024 OSL=1024 RESULT_FILENAME=x IX_ENDPOINT="http://127.0.0.1:$E" \
   "$CLIENT" --sessions 8 --turns 1 --concurrency 8 >"$TMP/len8.log" 2>&1) || fail "client at conc 8: $(cat "$TMP/len8.log")"
 [[ -f $TMP/cwd/x.json ]] || fail "RESULT_FILENAME=x without IX_RESULT_DIR: no ./x.json"
-TPOTS=$(python3 - "$TMP/len/x.json" "$TMP/cwd/x.json" <<'PY') || fail "TPOT does not grow with load"
+TPOTS=$(python3 - "$TMP/len/x.json" "$TMP/cwd/x.json" <<'PY'
 import json, sys
 one, eight = (json.load(open(f)) for f in sys.argv[1:])
 assert eight["max_concurrency"] == 8 and eight["completed"] == 8
@@ -372,6 +372,7 @@ assert eight["max_concurrency"] == 8 and eight["completed"] == 8
 assert eight["mean_tpot_ms"] > 2 * one["mean_tpot_ms"], (one["mean_tpot_ms"], eight["mean_tpot_ms"])
 print(f"{one['mean_tpot_ms']:.2f} ms at conc 1, {eight['mean_tpot_ms']:.2f} ms at conc 8")
 PY
+) || fail "TPOT does not grow with load"
 ok "FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS: TPOT grows with load: $TPOTS"
 stop_engine "$ENGINE" 3
 
@@ -471,6 +472,163 @@ wait_exit "$R0" 3
 wait_exit "$R1" 3
 # shellcheck disable=SC2086
 all_gone $KIDS
+
+# --------------------------------------------------------------- multi-node
+# Every "node" is a process on 127.0.0.1; the join goes over real TCP.
+
+# established_to PORT PID: PID holds an established TCP connection to PORT
+# (ss -tnp; without ss, any established connection to PORT in /proc/net/tcp).
+established_to() {
+  if command -v ss >/dev/null; then
+    ss -Htnp state established "( dport = :$1 )" 2>/dev/null | grep -q "pid=$2,"
+    return
+  fi
+  python3 - "$1" <<'EOF'
+import sys
+port = int(sys.argv[1])
+rows = [l.split() for l in open("/proc/net/tcp").read().splitlines()[1:]]
+sys.exit(0 if any(r[3] == "01" and int(r[2].split(":")[1], 16) == port for r in rows) else 1)
+EOF
+}
+log_has() { grep -q -- "$2" "$TMP/$1.log"; }
+first_child() { ps -o pid= --ppid "$1" | head -1 | tr -d ' '; }
+
+# Data parallel across nodes: a head with ranks 0-1 of 6, two headless nodes.
+E=$(free_port)
+RPC=$(free_port)
+DP=(--data-parallel-size 6 --data-parallel-size-local 2 --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$RPC")
+start dphead "$VLLM" serve /models/test --served-model-name test-model --host 127.0.0.1 --port "$E" "${DP[@]}"
+HEAD=$PID
+wait_for 3 log_has dphead "waiting for data-parallel ranks 2-5 to join on 127.0.0.1:$RPC" || fail "dp head: not waiting"
+refused "http://127.0.0.1:$E/health" || fail "dp head: /health $CODE before any node joined"
+[[ $(child_comms "$HEAD") == "EngineCore_DP0 EngineCore_DP1" ]] || fail "dp head: $(child_comms "$HEAD")"
+start dpnode1 "$VLLM" serve /models/test --headless "${DP[@]}" --data-parallel-start-rank 2
+NODE1=$PID
+wait_for 3 log_has dphead "ranks 2-3 is ready; still waiting for data-parallel ranks 4-5" || fail "dp head: node 1 not ready"
+refused "http://127.0.0.1:$E/health" || fail "dp head: /health $CODE with one of two nodes joined"
+established_to "$RPC" "$NODE1" || fail "dp node 1: no established connection to the head's port $RPC"
+ok "data parallel: the head refuses its API until every node joined; node 1 holds a TCP connection to :$RPC"
+start dpnode2 "$VLLM" serve /models/test --headless "${DP[@]}" --data-parallel-start-rank 4
+NODE2=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "dp head: /health not 200 once every node joined"
+curl -s "http://127.0.0.1:$E/v1/models" >"$TMP/mmodels.json"
+pyjson "$TMP/mmodels.json" 'd["data"][0]["id"] == "test-model"' || fail "dp head /v1/models: $(cat "$TMP/mmodels.json")"
+established_to "$RPC" "$NODE2" || fail "dp node 2: no established connection to :$RPC"
+[[ $(child_comms "$NODE1") == "EngineCore_DP2 EngineCore_DP3" && $(child_comms "$NODE2") == "EngineCore_DP4 EngineCore_DP5" ]] ||
+  fail "dp nodes: $(child_comms "$NODE1") / $(child_comms "$NODE2")"
+for r in 0 1 2 3 4 5; do
+  curl -s -H "X-data-parallel-rank: $r" "http://127.0.0.1:$E/v1/completions" -d '{"prompt":"x","max_tokens":2}' \
+    >"$TMP/mrank$r.json"
+done
+python3 -c 'import json, sys; sys.exit(any(json.load(open(f"{sys.argv[1]}/mrank{r}.json"))["served_by_rank"] != r for r in range(6)))' \
+  "$TMP" || fail "served ranks: $(cat "$TMP"/mrank*.json)"
+log_has dpnode1 "joined the head node at 127.0.0.1:$RPC" && ! log_has dpnode1 "Starting vLLM API server" ||
+  fail "dp node 1: not joined, or serving an API"
+ok "data parallel: ready with every node; the head answers for all 6 ranks; headless nodes serve no API"
+KIDS="$(children "$HEAD") $(children "$NODE1") $(children "$NODE2")"
+T0=$(now_ms)
+kill -KILL "$(first_child "$NODE2")"
+wait_exit "$NODE2" 2
+[[ $RC -eq 1 ]] || fail "dp node 2 after its EngineCore died: status $RC"
+wait_exit "$HEAD" 2
+[[ $RC -eq 1 ]] || fail "dp head after losing node 2: status $RC"
+MS=$(($(now_ms) - T0))
+((MS <= 2000)) || fail "dp: the head took $MS ms to exit"
+wait_exit "$NODE1" 2
+[[ $RC -eq 1 ]] || fail "dp node 1 after the head failed: status $RC"
+# shellcheck disable=SC2086
+all_gone $KIDS
+log_has dpnode2 "EngineCore_DP4 (pid [0-9]*) died unexpectedly: killed by signal 9" || fail "dp node 2: no death logged"
+log_has dphead "ERROR: lost node with data-parallel ranks 4-5" || fail "dp head: the lost node is not named"
+log_has dpnode1 "the head node at 127.0.0.1:$RPC .* failed: lost node" || fail "dp node 1: the head's failure not logged"
+ok "data parallel: a killed EngineCore on node 2 ends node 2, the head and node 1 with status 1 in $MS ms"
+
+# A node that never joins, a node on the wrong port, a global crash rank.
+E=$(free_port)
+RPC=$(free_port)
+DP=(--data-parallel-size 4 --data-parallel-size-local 2 --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$RPC")
+start njhead "$VLLM" serve /m --host 127.0.0.1 --port "$E" "${DP[@]}"
+HEAD=$PID
+start njnode FAKE_VLLM_NEVER_JOIN=1 "$VLLM" serve /m --headless "${DP[@]}" --data-parallel-start-rank 2
+NODE1=$PID
+wait_for 3 log_has njnode "fault FAKE_VLLM_NEVER_JOIN" || fail "never join: not logged"
+sleep 0.5
+refused "http://127.0.0.1:$E/health" && alive "$NODE1" && ! established_to "$RPC" "$NODE1" ||
+  fail "never join: /health $CODE, or the node died or connected"
+ok "FAKE_VLLM_NEVER_JOIN: the node lives unconnected, the head stays refused"
+BAD=$(free_port)
+T0=$(now_ms)
+RC=0
+FAKE_VLLM_JOIN_TIMEOUT_S=0.5 "$VLLM" serve /m --headless --data-parallel-size 4 --data-parallel-size-local 2 \
+  --data-parallel-start-rank 2 --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$BAD" \
+  >"$TMP/wrongport.log" 2>"$TMP/wrongport.err" || RC=$?
+MS=$(($(now_ms) - T0))
+grep -q "cannot join the head node at 127.0.0.1:$BAD (--data-parallel-address/--data-parallel-rpc-port) within 0.5 s (FAKE_VLLM_JOIN_TIMEOUT_S): Connection refused" "$TMP/wrongport.err" &&
+  [[ $RC -eq 1 ]] || fail "wrong port: status $RC, $(cat "$TMP/wrongport.err")"
+((MS < 2000)) || fail "wrong port: failed after $MS ms with a 0.5 s join timeout"
+ok "a node on the wrong port exits 1 in $MS ms naming the address, port and flags"
+stop_engine "$NODE1" 2
+stop_engine "$HEAD" 2
+E=$(free_port)
+RPC=$(free_port)
+DP=(--data-parallel-size 4 --data-parallel-size-local 2 --data-parallel-address 127.0.0.1 --data-parallel-rpc-port "$RPC")
+CRASH=(FAKE_VLLM_CRASH_ENGINE_RANK=3 FAKE_VLLM_CRASH_ENGINE_AFTER_S=0.3)
+start crhead "${CRASH[@]}" "$VLLM" serve /m --host 127.0.0.1 --port "$E" "${DP[@]}"
+HEAD=$PID
+start crnode "${CRASH[@]}" "$VLLM" serve /m --headless "${DP[@]}" --data-parallel-start-rank 2
+NODE1=$PID
+wait_exit "$NODE1" 5
+[[ $RC -eq 1 ]] || fail "crash rank 3: node status $RC"
+wait_exit "$HEAD" 2
+[[ $RC -eq 1 ]] && log_has crnode "crashing EngineCore_DP3" && log_has crhead "the rank to crash is not on this node" ||
+  fail "crash rank 3: head status $RC"
+ok "FAKE_VLLM_CRASH_ENGINE_RANK=3 (a global rank) crashes node 2's EngineCore_DP3 only; both exit 1"
+
+# Tensor x pipeline parallel across nodes: TP 8 x PP 2 over 2 nodes.
+E=$(free_port)
+MP=$(free_port)
+TP=(--tensor-parallel-size 8 --pipeline-parallel-size 2 --nnodes 2 --master-addr 127.0.0.1 --master-port "$MP")
+start tphead "$VLLM" serve /m --host 127.0.0.1 --port "$E" "${TP[@]}" --node-rank 0
+HEAD=$PID
+wait_for 3 log_has tphead "waiting for node rank 1 to join on 127.0.0.1:$MP" || fail "tp head: not waiting"
+refused "http://127.0.0.1:$E/health" || fail "tp head: /health $CODE before node 1 joined"
+start tpnode "$VLLM" serve /m "${TP[@]}" --node-rank 1 --headless
+NODE1=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "tp head: never ready"
+established_to "$MP" "$NODE1" || fail "tp node: no established connection to :$MP"
+RC=0
+"$VLLM" serve /m "${TP[@]}" --node-rank 1 --headless >/dev/null 2>"$TMP/tpdup.err" || RC=$?
+grep -q "refused this node: node rank 1 has already joined" "$TMP/tpdup.err" && [[ $RC -eq 1 ]] ||
+  fail "a second node rank 1: status $RC, $(cat "$TMP/tpdup.err")"
+T0=$(now_ms)
+kill -TERM "$HEAD"
+wait_exit "$HEAD" 2
+[[ $RC -eq 0 ]] || fail "tp head SIGTERM: status $RC"
+wait_exit "$NODE1" 2
+[[ $RC -eq 0 ]] && log_has tpnode "shut down (BYE)" || fail "tp node after the head's BYE: status $RC"
+ok "tp x pp across nodes: ready once node rank 1 joined (a duplicate is refused); SIGTERM of the head ends both with 0 in $(($(now_ms) - T0)) ms"
+start tphead2 "$VLLM" serve /m --host 127.0.0.1 --port "$E" "${TP[@]}" --node-rank 0
+HEAD=$PID
+start tpnode2 "$VLLM" serve /m "${TP[@]}" --node-rank 1 --headless
+NODE1=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "tp head 2: never ready"
+T0=$(now_ms)
+kill -USR1 "$(first_child "$NODE1")"  # the fake EngineCore's crash: exit status 1
+wait_exit "$NODE1" 2
+[[ $RC -eq 1 ]] || fail "tp node after its EngineCore died: status $RC"
+wait_exit "$HEAD" 2
+MS=$(($(now_ms) - T0))
+[[ $RC -eq 1 ]] && log_has tphead2 "ERROR: lost node rank 1" || fail "tp head after losing node rank 1: status $RC"
+((MS <= 2000)) || fail "tp: the head took $MS ms to exit"
+ok "tp x pp: an EngineCore death on node rank 1 ends both with status 1 in $MS ms"
+RC=0
+FAKE_VLLM_JOIN_TIMEOUT_S=0.3 "$VLLM" serve /m "${TP[@]}" --node-rank 1 --headless >/dev/null 2>"$TMP/tpbad.err" || RC=$?
+grep -q "cannot join the head node at 127.0.0.1:$MP (--master-addr/--master-port)" "$TMP/tpbad.err" && [[ $RC -eq 1 ]] ||
+  fail "tp node without a head: status $RC, $(cat "$TMP/tpbad.err")"
+RC=0
+"$VLLM" serve /m "${TP[@]}" --node-rank 1 >/dev/null 2>"$TMP/tpargs.err" || RC=$?
+grep -q "error: --node-rank 1 needs --headless" "$TMP/tpargs.err" && [[ $RC -eq 2 ]] || fail "tp node without --headless: status $RC"
+ok "tp x pp: a node without its head exits 1 naming --master-addr/--master-port; --node-rank 1 without --headless exits 2"
 
 for p in "${PIDS[@]}"; do
   alive "$p" && fail "process $p is left over"
