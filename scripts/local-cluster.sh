@@ -41,8 +41,10 @@ DESCRIPTION
     munged and the client commands stay on the host. Each node has the same
     CPUs, memory and Gres=gpu:b300:8 (the same fake devices); partition
     'debug' holds all of them. slurm.conf then also has MpiParams=ports=
-    (IX_MPI_PORTS: srun --resv-ports gives each step SLURM_STEP_RESV_PORTS)
-    and SchedulerParameters=bf_interval=1. See docs/LOCAL_CLUSTER.md.
+    (IX_MPI_PORTS: every step gets SLURM_STEP_RESV_PORTS, the same on all
+    its nodes; --resv-ports=K asks for K ports, a bare --resv-ports for
+    none) and SchedulerParameters=bf_interval=1. Node names do not resolve:
+    use NodeAddr ('scontrol show node'). See docs/LOCAL_CLUSTER.md.
 
 COMMANDS
     start    Regenerate all configs, start munged, slurmctld and slurmd with
@@ -275,8 +277,13 @@ do_status() {
     local holder
     holder=$(holder_pid "$name")
     [[ -z $pid || -z $holder ]] || up=$((up + 1))
-    [[ -n $pid ]] || pid=${holder:+none}
-    status_line "$name" "$pid" "addr $(node_addr "$name"), namespaces of holder ${holder:-(none)}"
+    if [[ -n $pid ]]; then
+      status_line "$name" "$pid" "addr $(node_addr "$name"), namespaces of holder ${holder:-(none)}"
+    elif [[ -n $holder ]]; then
+      printf '%-10s stopped (slurmd; namespaces of holder %s)\n' "$name" "$holder"
+    else
+      status_line "$name" ""
+    fi
   done
   local stepds
   stepds=$(cluster_pids slurmstepd | tr '\n' ' ')

@@ -21,7 +21,7 @@ set_kind() {
   NODES=$1
   NET=$2
   if [[ $NODES -eq 1 ]]; then
-    MULTI=0
+    MULTI=0 BRIDGE='' VETH_PREFIX='' NET_PREFIX=''
     NODE_NAMES=("$NODE")
     CTLD_ADDR=127.0.0.1
     return 0
@@ -106,7 +106,7 @@ require_ns_tools() {
 # leftover that stop would remove).
 check_net() {
   local re=${NET_PREFIX//./\\.} hit
-  hit=$(ip -4 -o addr show 2>/dev/null | grep -E "inet $re\.[0-9]+/" | head -n 1 || true)
+  hit=$(ip -4 -o addr show 2>/dev/null | awk '{print $4 " on " $2}' | grep -E "^$re\.[0-9]+/" | head -n 1 || true)
   [[ -z $hit ]] || die "address range $NET (IX_NODE_NET) is in use on this host: $hit; choose another IX_NODE_NET"
   hit=$(ip -4 route show 2>/dev/null | grep -E "^$re\.[0-9]+(/| )" | head -n 1 || true)
   [[ -z $hit ]] || die "address range $NET (IX_NODE_NET) is routed on this host: '$hit'; choose another IX_NODE_NET"
@@ -131,8 +131,9 @@ holder_pids() {
   done
 }
 
-# start_holder NAME: the node's namespaces and holder; waits for its pid
-# file. Returns 1 (the reason in the node's .out) when it does not come.
+# start_holder NAME: starts the node's namespaces and holder (node-init.sh)
+# in the background; HOLDER_START[NAME] is its pid until it is ready.
+declare -A HOLDER_START=()
 start_holder() {
   local name=$1 out=$LOG/node-$1.out
   rm -f "$(holder_pid_file "$name")"
@@ -140,8 +141,14 @@ start_holder() {
   # the holder itself.
   env "$MARKER" setsid unshare --net --uts --mount --propagation private -- \
     "$SCRIPT_DIR/local-cluster/node-init.sh" "$name" "$DIR" </dev/null >"$out" 2>&1 &
-  wait_for "$(remaining)" holder_up_or_gone "$name" "$!"
-  [[ -n $(holder_pid "$name") ]]
+  HOLDER_START[$name]=$!
+}
+
+# wait_holder NAME: until the holder wrote its pid file (0) or its start
+# ended or the start-up time is up (1; the reason in the node's .out).
+wait_holder() {
+  wait_for "$(remaining)" holder_up_or_gone "$1" "${HOLDER_START[$1]}"
+  [[ -n $(holder_pid "$1") ]]
 }
 
 # holder_up_or_gone NAME PID: the holder is ready, or PID (its start) ended.
@@ -174,8 +181,10 @@ start_network() {
   ip addr add "$CTLD_ADDR/24" dev "$BRIDGE" || return 1
   ip link set "$BRIDGE" up || return 1
   local name
+  # The nodes come up side by side; each is wired once its holder is ready.
+  for name in "${NODE_NAMES[@]}"; do start_holder "$name"; done
   for name in "${NODE_NAMES[@]}"; do
-    start_holder "$name" || start_failed "node $name's namespaces did not come up" "$LOG/node-$name.out"
+    wait_holder "$name" || start_failed "node $name's namespaces did not come up" "$LOG/node-$name.out"
     wire_node "$name" || start_failed "could not connect node $name to bridge $BRIDGE" "$LOG/node-$name.out"
   done
 }
@@ -213,8 +222,13 @@ ns_members() {
 # that the namespaces, their mounts and veths go with them; then the bridge
 # and any veth of this network left behind.
 stop_nodes() {
-  local holders pids
-  mapfile -t holders < <(holder_pids)
+  local holders pids p
+  # The holders, and (a start that failed) node-init.sh processes this
+  # script started that have not become holders yet.
+  mapfile -t holders < <({
+    holder_pids
+    for p in "${HOLDER_START[@]}"; do alive "$p" && echo "$p"; done
+  } | sort -u)
   if [[ ${#holders[@]} -gt 0 ]]; then
     mapfile -t pids < <(ns_members "${holders[@]}")
     terminate "processes of the nodes" 3 "${pids[@]}" || true

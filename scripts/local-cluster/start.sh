@@ -183,7 +183,9 @@ do_start() {
   fi
 
   # From here on the kind started.
-  set_kind "${want:-1}" "${IX_NODE_NET:-${NET:-$DEFAULT_NET}}"
+  local net=${IX_NODE_NET:-${NET:-$DEFAULT_NET}}
+  [[ ${want:-1} -eq 1 ]] || check_net_arg "$net"
+  set_kind "${want:-1}" "$net"
   check_path_lengths
   check_port SlurmctldPort "$CTLD_PORT"
   if [[ $MULTI -eq 0 ]]; then
@@ -192,7 +194,6 @@ do_start() {
     # Each slurmd listens in its own network namespace; the host's
     # SlurmdPort does not matter.
     require_ns_tools
-    check_net_arg "$NET"
     check_net
     check_mpi_ports
   fi
