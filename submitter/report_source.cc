@@ -2,6 +2,8 @@
 
 #include <rapidjson/document.h>
 
+#include <utility>
+
 #include "core/base/file_text.h"
 #include "submitter/sweep/sweep_mode.h"
 
@@ -29,7 +31,7 @@ std::string Placement(const std::string& dir) {
     out = "GPUs " + g;
   }
   if (d.HasMember("processes") && d["processes"].IsObject()) {
-    for (const auto& p : d["processes"].GetObject()) {
+    for (const auto& p : std::as_const(d)["processes"].GetObject()) {
       if (p.value.IsObject() && p.value.HasMember("summary") && p.value["summary"].IsString()) {
         out += std::string(out.empty() ? "" : " · ") + p.name.GetString() + ": " + p.value["summary"].GetString();
       }

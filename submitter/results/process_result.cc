@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "core/base/text.h"
@@ -84,7 +85,7 @@ Result<std::optional<rapidjson::Document>> RouterMetadata(const EnvLookup& env) 
   if (!m.IsObject() || m.MemberCount() != 2 || !m.HasMember("name") || !m.HasMember("version")) {
     return Error{"ROUTER_METADATA must contain exactly 'name' and 'version'"};
   }
-  for (const auto& f : m.GetObject()) {
+  for (const auto& f : std::as_const(m).GetObject()) {
     if (!f.value.IsString() || f.value.GetStringLength() == 0) {
       return Error{"ROUTER_METADATA name and version must be non-empty strings"};
     }
