@@ -85,9 +85,12 @@ class Scope {
     return out;
   }
 
-  EnvList All() const {
+  // Every value set or rendered, in order, but those named in `unrecorded`.
+  EnvList All(const std::set<std::string>& unrecorded) const {
     EnvList out;
-    for (const auto& n : order_) out.emplace_back(n, values_.at(n));
+    for (const auto& n : order_) {
+      if (!unrecorded.count(n)) out.emplace_back(n, values_.at(n));
+    }
     for (const auto& n : cache_order_) out.emplace_back(n, cache_.at(n));
     return out;
   }
@@ -143,7 +146,11 @@ std::string RankLog(const std::string& log, int64_t rank) {
   return dot == std::string::npos || dot == 0 ? log + tag : log.substr(0, dot) + tag + log.substr(dot);
 }
 
-Result<PlannedProcess> RenderProcess(const ProcessTemplate& p, const Arm& arm, Scope& scope,
+using Fragments = std::vector<std::pair<std::string, std::vector<ListArg>>>;
+
+// `p` rendered against `scope`, splicing `fragments` (the arm's, or on a
+// node after the head the arm's with its others_fragments in their place).
+Result<PlannedProcess> RenderProcess(const ProcessTemplate& p, const Fragments& fragments, Scope& scope,
                                      const std::vector<EnvTemplate>& extra_env) {
   PlannedProcess out;
   out.name = p.name;
@@ -160,7 +167,7 @@ Result<PlannedProcess> RenderProcess(const ProcessTemplate& p, const Arm& arm, S
         if (Status s = add(a.text); !s) return s.error();
         break;
       case ArgTemplate::Kind::kSplice:
-        for (const auto& [name, fragment] : arm.fragments) {
+        for (const auto& [name, fragment] : fragments) {
           if (name != a.fragment) continue;
           if (Status s = RenderList(fragment, scope, {}, out.argv); !s) return s.error();
         }
@@ -207,6 +214,25 @@ Result<const Arm*> FindArm(const Recipe& recipe, const std::string& name) {
   return a;
 }
 
+// The shape of one node's part of an arm: how many of the DP ranks it runs
+// and the first of them. With pipeline stages across nodes (dp == 1) every
+// node runs part of the one rank.
+struct NodeShape {
+  int64_t dp_local = 0, dp_start_rank = 0;
+};
+NodeShape ShapeOf(const Arm& arm, int64_t node_rank) {
+  const int64_t local = arm.pp == 1 ? arm.dp / arm.nodes : arm.dp;
+  return NodeShape{local, node_rank * local};
+}
+
+// The builtins that describe the node; a plan of the single-node shape
+// (one node, no pipeline stages) does not record them, so its JSON is what
+// it was before arms could span nodes.
+const std::set<std::string>& NodeBuiltins() {
+  static const std::set<std::string> kNames = {"PP", "NODES", "NODE_RANK", "HEAD_ADDR", "DP_LOCAL", "DP_START_RANK"};
+  return kNames;
+}
+
 // RenderPlan's steps, in order: the scope (builtins, recipe variables, the
 // CUDA-graph capture size, ports), then the plan's ranks, processes, client
 // environment and host memory. Invariant: a step runs only after the ones
@@ -214,7 +240,8 @@ Result<const Arm*> FindArm(const Recipe& recipe, const std::string& name) {
 class PlanRenderer {
  public:
   PlanRenderer(const Recipe& recipe, const Arm& arm, const RenderRequest& req)
-      : recipe_(recipe), arm_(arm), req_(req), what_(recipe.name + " arm " + arm.name), scope_(arm) {}
+      : recipe_(recipe), arm_(arm), req_(req), what_(recipe.name + " arm " + arm.name), scope_(arm),
+        shape_(ShapeOf(arm, req.node_rank)) {}
 
   Result<LaunchPlan> Render() {
     SetBuiltins();
@@ -223,8 +250,8 @@ class PlanRenderer {
     if (Status s = SetPorts(); !s) return s.error();
     SetShape();
     if (Status s = AddEngines(); !s) return s.error();
-    if (arm_.router) {
-      Result<PlannedProcess> router = RenderProcess(*recipe_.router, arm_, scope_, {});
+    if (arm_.router && req_.node_rank == 0) {  // the router runs on the head only
+      Result<PlannedProcess> router = RenderProcess(*recipe_.router, arm_.fragments, scope_, {});
       if (!router) return router.error();
       plan_.processes.push_back(std::move(router).value());
     }
@@ -236,7 +263,7 @@ class PlanRenderer {
     MergeEnv(plan_.client_env, client_extra.value());
     AddHostMemory();
     for (const auto& [v, t] : arm_.vars) scope_.Get(v);  // record them all
-    plan_.variables = scope_.All();
+    plan_.variables = scope_.All(arm_.nodes == 1 && arm_.pp == 1 ? NodeBuiltins() : std::set<std::string>{});
     return std::move(plan_);
   }
 
@@ -250,6 +277,12 @@ class PlanRenderer {
     scope_.Set("TP", std::to_string(arm_.tp));
     scope_.Set("EP", std::to_string(arm_.ep));
     scope_.Set("DP", std::to_string(arm_.dp));
+    scope_.Set("PP", std::to_string(arm_.pp));
+    scope_.Set("NODES", std::to_string(arm_.nodes));
+    scope_.Set("NODE_RANK", std::to_string(req_.node_rank));
+    scope_.Set("HEAD_ADDR", arm_.nodes == 1 ? "127.0.0.1" : req_.head_addr);
+    scope_.Set("DP_LOCAL", std::to_string(shape_.dp_local));
+    scope_.Set("DP_START_RANK", std::to_string(shape_.dp_start_rank));
   }
 
   // Recipe variables: the eval-only value when asked for, an override (each
@@ -275,6 +308,8 @@ class PlanRenderer {
     return Ok{};
   }
 
+  // Over the whole step's DP size: the client's requests spread over every
+  // rank of every node.
   Status SetCaptureSize() {
     if (!recipe_.capture) return Ok{};
     const int64_t mult = arm_.capture_batch_multiplier;
@@ -290,13 +325,16 @@ class PlanRenderer {
     return Ok{};
   }
 
-  // Every port the arm needs from the request, each number once; the arm's
-  // ports into the scope, its rank ports per rank (rank_ports_).
+  // Every port the arm needs from the request (its local ports, then its
+  // step ports), each number once; the arm's ports into the scope, its rank
+  // ports per rank (rank_ports_).
   Status SetPorts() {
     std::set<int> numbers;
     Result<std::vector<std::string>> port_names = PortNames(recipe_, arm_.name);
     if (!port_names) return port_names.error();
-    for (const std::string& name : port_names.value()) {
+    std::vector<std::string> names = std::move(port_names).value();
+    names.insert(names.end(), arm_.step_ports.begin(), arm_.step_ports.end());
+    for (const std::string& name : names) {
       auto it = std::find_if(req_.ports.begin(), req_.ports.end(), [&](const auto& p) { return p.first == name; });
       if (it == req_.ports.end()) return Error{what_ + ": no port number given for " + name};
       if (it->second <= 0 || it->second > 65535) {
@@ -305,7 +343,10 @@ class PlanRenderer {
       if (!numbers.insert(it->second).second) {
         return Error{what_ + ": port " + std::to_string(it->second) + " given to two names"};
       }
-      if (std::find(arm_.ports.begin(), arm_.ports.end(), name) != arm_.ports.end()) {
+      const auto in = [&name](const std::vector<std::string>& list) {
+        return std::find(list.begin(), list.end(), name) != list.end();
+      };
+      if (in(arm_.ports) || in(arm_.step_ports)) {
         scope_.Set(name, std::to_string(it->second));
       }
       plan_.ports.emplace_back(name, it->second);
@@ -325,8 +366,10 @@ class PlanRenderer {
     return Ok{};
   }
 
-  // What the plan says of the arm, and its ranks: rank r holds GPUs
-  // [r*tp, (r+1)*tp) and its rank ports.
+  // What the plan says of the arm, and this node's ranks: with pp == 1 the
+  // node's DP_LOCAL ranks from DP_START_RANK, local rank i on GPUs
+  // [i*tp, (i+1)*tp) with its rank ports; with pipeline stages the one rank
+  // 0 on all of the node's GPUs.
   void SetShape() {
     plan_.recipe = recipe_.name;
     plan_.arm = arm_.name;
@@ -336,32 +379,51 @@ class PlanRenderer {
     plan_.tp = arm_.tp;
     plan_.ep = arm_.ep;
     plan_.dp = arm_.dp;
+    plan_.pp = arm_.pp;
+    plan_.nodes = arm_.nodes;
+    plan_.node_rank = req_.node_rank;
+    plan_.head_addr = arm_.nodes == 1 ? "" : req_.head_addr;
+    plan_.step_ports = arm_.step_ports;
     plan_.dp_layout = arm_.dp_layout;
-    for (int64_t r = 0; r < arm_.dp; ++r) {
+    if (arm_.pp > 1) {
+      PlannedRank rank{0, {}, {}};
+      for (int64_t g = 0; g < arm_.gpus; ++g) rank.gpus.push_back(g);
+      plan_.ranks.push_back(std::move(rank));
+      return;
+    }
+    for (int64_t i = 0; i < shape_.dp_local; ++i) {
+      const int64_t r = shape_.dp_start_rank + i;
       PlannedRank rank{r, {}, {}};
-      for (int64_t g = 0; g < arm_.tp; ++g) rank.gpus.push_back(r * arm_.tp + g);
+      for (int64_t g = 0; g < arm_.tp; ++g) rank.gpus.push_back(i * arm_.tp + g);
       for (const auto& [name, per_rank] : rank_ports_) rank.ports.emplace_back(name, per_rank[r]);
       plan_.ranks.push_back(std::move(rank));
     }
   }
 
-  // One engine per rank (rank-process layout), or one engine that, given
-  // the GPUs' places and engine.numa_flags, places its own workers.
-  Status AddEngines() {
-    if (arm_.dp_layout == DpLayout::kRankProcess) {
-      for (int64_t r = 0; r < arm_.dp; ++r) {
-        Scope rs = scope_.ForRank(r);
-        Result<PlannedProcess> engine = RenderProcess(recipe_.engine, arm_, rs, arm_.engine_env);
-        if (!engine) return engine.error();
-        engine.value().name = recipe_.engine.name + "-rank" + std::to_string(r);
-        engine.value().log = RankLog(recipe_.engine.log, r);
-        engine.value().rank = r;
-        plan_.processes.push_back(std::move(engine).value());
+  // The fragments this node's engine splices: the arm's, with, on a node
+  // after the head, its others_fragments in place of those of that name.
+  Fragments EngineFragments() const {
+    Fragments out = arm_.fragments;
+    if (req_.node_rank == 0) return out;
+    for (auto& [name, list] : out) {
+      for (const auto& [other, other_list] : arm_.others_fragments) {
+        if (other == name) list = other_list;
       }
-      return Ok{};
     }
-    Result<PlannedProcess> engine = RenderProcess(recipe_.engine, arm_, scope_, arm_.engine_env);
+    return out;
+  }
+
+  // One engine per rank (rank-process layout), or one engine that, given
+  // the GPUs' places and engine.numa_flags, places its own workers. On a
+  // node after the head the engine serves no API: it is ready once it holds
+  // a connection to the head.
+  Status AddEngines() {
+    if (arm_.dp_layout == DpLayout::kRankProcess) return AddRankEngines();
+    Result<PlannedProcess> engine = RenderProcess(recipe_.engine, EngineFragments(), scope_, arm_.engine_env);
     if (!engine) return engine.error();
+    if (req_.node_rank > 0) {
+      engine.value().readiness = {ReadinessCheck{ReadinessTemplate::Kind::kConnected, req_.head_addr}};
+    }
     if (!req_.gpu_places.empty() && !recipe_.engine.numa_flags.empty()) {
       if (static_cast<int64_t>(req_.gpu_places.size()) < arm_.gpus) {
         return Error{what_ + ": " + std::to_string(req_.gpu_places.size()) + " GPU places given for " +
@@ -375,9 +437,23 @@ class PlanRenderer {
     return Ok{};
   }
 
+  Status AddRankEngines() {
+    for (int64_t r = 0; r < arm_.dp; ++r) {
+      Scope rs = scope_.ForRank(r);
+      Result<PlannedProcess> engine = RenderProcess(recipe_.engine, arm_.fragments, rs, arm_.engine_env);
+      if (!engine) return engine.error();
+      engine.value().name = recipe_.engine.name + "-rank" + std::to_string(r);
+      engine.value().log = RankLog(recipe_.engine.log, r);
+      engine.value().rank = r;
+      plan_.processes.push_back(std::move(engine).value());
+    }
+    return Ok{};
+  }
+
+  // Counted on this node: its ranks, its GPUs, once.
   void AddHostMemory() {
     for (const HostMemoryNeed& need : recipe_.host_memory) {
-      const int64_t count = need.per == HostMemoryNeed::Per::kDpRank ? arm_.dp
+      const int64_t count = need.per == HostMemoryNeed::Per::kDpRank ? static_cast<int64_t>(plan_.ranks.size())
                             : need.per == HostMemoryNeed::Per::kGpu  ? arm_.gpus
                                                                      : 1;
       plan_.host_memory.push_back(
@@ -390,6 +466,7 @@ class PlanRenderer {
   const RenderRequest& req_;
   const std::string what_;  // "RECIPE arm ARM", for messages
   Scope scope_;
+  const NodeShape shape_;
   LaunchPlan plan_;
   std::vector<std::pair<std::string, std::vector<int>>> rank_ports_;
 };
@@ -406,6 +483,12 @@ Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::stri
   return names;
 }
 
+Result<std::vector<std::string>> StepPortNames(const Recipe& recipe, const std::string& arm) {
+  Result<const Arm*> a = FindArm(recipe, arm);
+  if (!a) return a.error();
+  return a.value()->step_ports;
+}
+
 PortList PlaceholderPorts(const std::vector<std::string>& names) {
   PortList ports;
   int next = 20000;
@@ -414,16 +497,30 @@ PortList PlaceholderPorts(const std::vector<std::string>& names) {
 }
 
 Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& req) {
-  Result<const Arm*> arm = FindArm(recipe, req.arm);
-  if (!arm) return arm.error();
+  Result<const Arm*> found = FindArm(recipe, req.arm);
+  if (!found) return found.error();
+  const Arm& arm = *found.value();
   if (req.conc <= 0) return Error{"concurrency must be a positive integer, got " + std::to_string(req.conc)};
-  return PlanRenderer(recipe, *arm.value(), req).Render();
+  if (req.node_rank < 0 || req.node_rank >= arm.nodes) {
+    return Error{recipe.name + " arm " + arm.name + ": node rank " + std::to_string(req.node_rank) +
+                 " is outside 0.." + std::to_string(arm.nodes - 1) + " (the arm runs on " +
+                 std::to_string(arm.nodes) + (arm.nodes == 1 ? " node)" : " nodes)")};
+  }
+  if (arm.nodes > 1 && req.head_addr.empty()) {
+    return Error{recipe.name + " arm " + arm.name + ": runs across " + std::to_string(arm.nodes) +
+                 " nodes and needs the head's address"};
+  }
+  return PlanRenderer(recipe, arm, req).Render();
 }
 
 Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request) {
   Result<std::vector<std::string>> names = PortNames(recipe, request.arm);
   if (!names) return names.error();
+  Result<std::vector<std::string>> step = StepPortNames(recipe, request.arm);
+  if (!step) return step.error();
+  names.value().insert(names.value().end(), step.value().begin(), step.value().end());
   request.ports = PlaceholderPorts(names.value());
+  if (request.head_addr.empty()) request.head_addr = "HEAD_ADDR";
   return RenderPlan(recipe, request);
 }
 

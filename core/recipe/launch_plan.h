@@ -63,7 +63,15 @@ struct LaunchPlan {
   std::string arm;
   int64_t conc = 0;
   bool eval_only = false;
-  int64_t gpus = 0, tp = 0, ep = 0, dp = 0;
+  int64_t gpus = 0, tp = 0, ep = 0, dp = 0;  // gpus: of this node
+  int64_t pp = 1;
+  // Across nodes: this node's rank in the step (0: the head, which runs the
+  // router and serves the API), the step's node count, the head's address
+  // as Slurm knows it, and which of `ports` are the step's (the same on
+  // every node, from Slurm's reserved ports).
+  int64_t nodes = 1, node_rank = 0;
+  std::string head_addr;
+  std::vector<std::string> step_ports;
   DpLayout dp_layout = DpLayout::kEngine;
   // The engine got the recipe's numa_flags: it places its own workers, so
   // the process as a whole is bound to the union of its ranks' CPUs only.
@@ -94,11 +102,17 @@ struct RenderRequest {
   EnvList overrides;
   PortList ports;
   std::vector<GpuPlace> gpu_places;
+  // Multi-node arms: which node this plan is for and the head's address;
+  // `ports` must then also number the arm's step ports (StepPortNames).
+  int64_t node_rank = 0;
+  std::string head_addr;
 };
 
 // The port names the arm needs, in order: its ports, then each rank port
 // once per rank as NAME_RANK<r>.
 Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm);
+// The arm's step ports (the same number on every node of the step), in order.
+Result<std::vector<std::string>> StepPortNames(const Recipe& recipe, const std::string& arm);
 // Distinct stand-in numbers for a plan that is not running (from 20000 up).
 PortList PlaceholderPorts(const std::vector<std::string>& names);
 

@@ -16,7 +16,15 @@
 namespace ix {
 
 const char* ReadinessKindName(ReadinessTemplate::Kind kind) {
-  return kind == ReadinessTemplate::Kind::kHttpOk ? "http_ok" : "models_nonempty";
+  switch (kind) {
+    case ReadinessTemplate::Kind::kHttpOk:
+      return "http_ok";
+    case ReadinessTemplate::Kind::kModelsNonEmpty:
+      return "models_nonempty";
+    case ReadinessTemplate::Kind::kConnected:
+      break;
+  }
+  return "connected";
 }
 
 namespace {
@@ -96,6 +104,20 @@ void WriteHostMemory(Writer& w, const PlannedHostMemory& h) {
   w.EndObject();
 }
 
+// pp and the node fields, only where they say something: a plan of the
+// single-node shape reads as it did before arms could span nodes.
+template <class Writer>
+void WriteAcrossNodes(Writer& w, const LaunchPlan& plan) {
+  if (plan.pp != 1 || plan.nodes != 1) {
+    w.Key("pp"); w.Int64(plan.pp);
+  }
+  if (plan.nodes == 1) return;
+  w.Key("nodes"); w.Int64(plan.nodes);
+  w.Key("node_rank"); w.Int64(plan.node_rank);
+  w.Key("head_addr"); WriteString(w, plan.head_addr);
+  w.Key("step_ports"); WriteList(w, plan.step_ports, WriteString<Writer>);
+}
+
 template <class Writer>
 void WritePlan(Writer& w, const LaunchPlan& plan) {
   w.StartObject();
@@ -107,6 +129,7 @@ void WritePlan(Writer& w, const LaunchPlan& plan) {
   w.Key("tp"); w.Int64(plan.tp);
   w.Key("ep"); w.Int64(plan.ep);
   w.Key("dp"); w.Int64(plan.dp);
+  WriteAcrossNodes(w, plan);
   w.Key("dp_layout"); w.String(DpLayoutName(plan.dp_layout));
   w.Key("worker_numa_flags"); w.Bool(plan.worker_numa_flags);
   w.Key("ranks"); WriteList(w, plan.ranks, WriteRank<Writer>);
@@ -235,10 +258,15 @@ class PlanReader {
     for (rapidjson::SizeType j = 0; j < checks.Size(); ++j) {
       const std::string cp = path + ".readiness[" + std::to_string(j) + "]";
       const std::string kind = Str(checks[j], "kind", cp);
-      if (kind != "http_ok" && kind != "models_nonempty") Fail(cp + ".kind", "is not http_ok or models_nonempty");
-      out.readiness.push_back(ReadinessCheck{
-          kind == "http_ok" ? ReadinessTemplate::Kind::kHttpOk : ReadinessTemplate::Kind::kModelsNonEmpty,
-          Str(checks[j], "url", cp)});
+      ReadinessTemplate::Kind k = ReadinessTemplate::Kind::kHttpOk;
+      if (kind == "models_nonempty") {
+        k = ReadinessTemplate::Kind::kModelsNonEmpty;
+      } else if (kind == "connected") {
+        k = ReadinessTemplate::Kind::kConnected;
+      } else if (kind != "http_ok") {
+        Fail(cp + ".kind", "is not http_ok, models_nonempty or connected");
+      }
+      out.readiness.push_back(ReadinessCheck{k, Str(checks[j], "url", cp)});
     }
     return out;
   }
@@ -254,6 +282,36 @@ class PlanReader {
     h.count = Int(v, "count", path);
     h.total_bytes = Uint(v, "total_bytes", path);
     return h;
+  }
+
+  // pp and the node fields (absent: one node, no pipeline stages), checked
+  // against each other and the plan's ports.
+  void AcrossNodes(const rapidjson::Value& d, LaunchPlan& plan) {
+    const std::string top = "plan";
+    if (d.HasMember("pp")) plan.pp = Int(d, "pp", top);
+    if (plan.pp < 1) Fail("pp", "is not a positive integer");
+    const bool any = d.HasMember("nodes") || d.HasMember("node_rank") || d.HasMember("head_addr") ||
+                     d.HasMember("step_ports");
+    if (!any) return;
+    plan.nodes = Int(d, "nodes", top);
+    if (plan.nodes < 1) Fail("nodes", "is not a positive integer");
+    plan.node_rank = Int(d, "node_rank", top);
+    if (plan.node_rank < 0 || plan.node_rank >= plan.nodes) {
+      Fail("node_rank", "is outside 0.." + std::to_string(plan.nodes - 1));
+    }
+    plan.head_addr = Str(d, "head_addr", top);
+    if (plan.nodes > 1 && plan.head_addr.empty()) Fail("head_addr", "is empty");
+    for (const auto& p : Array(d, "step_ports", top).GetArray()) {
+      if (!p.IsString()) Fail("step_ports", "holds a non-string");
+      plan.step_ports.emplace_back(p.GetString(), p.GetStringLength());
+    }
+  }
+
+  void CheckStepPorts(const LaunchPlan& plan) {
+    for (const std::string& name : plan.step_ports) {
+      const bool found = std::any_of(plan.ports.begin(), plan.ports.end(), [&](const auto& p) { return p.first == name; });
+      if (!found) Fail("step_ports", "names " + name + ", which is not in ports");
+    }
   }
 
   // Each element of the array `key` of `o`, read by `read` as "key[i]".
@@ -291,12 +349,14 @@ Result<LaunchPlan> PlanFromJson(const std::string& text, const std::string& wher
     plan.tp = r.Int(d, "tp", top);
     plan.ep = r.Int(d, "ep", top);
     plan.dp = r.Int(d, "dp", top);
+    r.AcrossNodes(d, plan);
     const std::string layout = r.Str(d, "dp_layout", top);
     if (layout != "engine" && layout != "rank-process") r.Fail("dp_layout", "is not engine or rank-process");
     plan.dp_layout = layout == "engine" ? DpLayout::kEngine : DpLayout::kRankProcess;
     plan.worker_numa_flags = r.Bool(d, "worker_numa_flags", top);
     plan.ranks = r.List<PlannedRank>(d, "ranks", &PlanReader::Rank);
     plan.ports = r.Ports(r.Member(d, "ports", top), "ports");
+    r.CheckStepPorts(plan);
     plan.processes = r.List<PlannedProcess>(d, "processes", &PlanReader::Process);
     plan.client_env = r.Env(d, "client_env", top);
     plan.host_memory = r.List<PlannedHostMemory>(d, "host_memory", &PlanReader::HostMemory);
@@ -311,7 +371,8 @@ std::string PlanSummary(const LaunchPlan& plan) {
   std::string s;
   s += "recipe " + plan.recipe + ", arm " + plan.arm + ", concurrency " +
        std::to_string(plan.conc) + (plan.eval_only ? " (eval-only)" : " (throughput)") + "\n";
-  s += "gpus " + std::to_string(plan.gpus) + ": tp " + std::to_string(plan.tp) + ", ep " +
+  s += "gpus " + std::to_string(plan.gpus) + (plan.nodes > 1 ? " per node" : "") + ": tp " +
+       std::to_string(plan.tp) + (plan.pp != 1 ? ", pp " + std::to_string(plan.pp) : "") + ", ep " +
        std::to_string(plan.ep) + ", dp " + std::to_string(plan.dp) +
        (plan.dp_layout == DpLayout::kRankProcess ? " (one engine process per rank)" : "") +
        (plan.worker_numa_flags ? " (the engine places its workers: engine.numa_flags)" : "") + "; ranks:";
@@ -320,8 +381,16 @@ std::string PlanSummary(const LaunchPlan& plan) {
     for (size_t i = 0; i < r.gpus.size(); ++i) s += (i ? "," : "") + std::to_string(r.gpus[i]);
     s += "]";
   }
-  s += "\nports:";
-  for (const auto& [k, v] : plan.ports) s += " " + k + "=" + std::to_string(v);
+  s += "\n";
+  if (plan.nodes > 1) {
+    s += "node " + std::to_string(plan.node_rank) + " of " + std::to_string(plan.nodes) + " (" +
+         (plan.node_rank == 0 ? "the head, " : "") + "head address " + plan.head_addr + ")\n";
+  }
+  s += "ports:";
+  for (const auto& [k, v] : plan.ports) {
+    const bool step = std::find(plan.step_ports.begin(), plan.step_ports.end(), k) != plan.step_ports.end();
+    s += " " + k + "=" + std::to_string(v) + (step ? " (step)" : "");
+  }
   s += "\n";
   for (const auto& p : plan.processes) {
     s += p.name + " (log " + p.log + "):\n  argv:";
@@ -330,6 +399,10 @@ std::string PlanSummary(const LaunchPlan& plan) {
     for (const auto& [k, v] : p.env) s += " " + k + "=" + DisplayArg(v);
     s += "\n";
     for (const auto& r : p.readiness) {
+      if (r.kind == ReadinessTemplate::Kind::kConnected) {
+        s += "  ready when: holds a TCP connection to the head " + r.url + "\n";
+        continue;
+      }
       s += "  ready when: GET " + r.url +
            (r.kind == ReadinessTemplate::Kind::kHttpOk ? " answers 200" : " lists a model") + "\n";
     }

@@ -293,8 +293,8 @@ class Loader {
     return out;
   }
 
-  // Port names of `list` at `field`, appended to `into` (arm.ports or
-  // arm.rank_ports); a name the arm already has in either fails.
+  // Port names of `list` at `field`, appended to `into` (arm.ports,
+  // rank_ports or step_ports); a name the arm already has in any fails.
   void LoadPorts(uint32_t list, const std::string& field, const Arm& arm, std::vector<std::string>& into) {
     r_.RequireSequence(list, field);
     for (size_t i = 0; i < r_.Size(list); ++i) {
@@ -302,8 +302,10 @@ class Loader {
       const uint32_t item = r_.Item(list, i);
       const std::string& p = r_.String(item, f);
       RequireUpperName(item, f, p, "port");
-      if (std::find(arm.ports.begin(), arm.ports.end(), p) != arm.ports.end() ||
-          std::find(arm.rank_ports.begin(), arm.rank_ports.end(), p) != arm.rank_ports.end()) {
+      const auto has = [&p](const std::vector<std::string>& names) {
+        return std::find(names.begin(), names.end(), p) != names.end();
+      };
+      if (has(arm.ports) || has(arm.rank_ports) || has(arm.step_ports)) {
         r_.Fail(item, f, "port '" + p + "' given twice");
       }
       into.push_back(p);
@@ -315,28 +317,14 @@ class Loader {
     if (!IsLowerName(name)) r_.Fail(key, field, "arm names are lower-case letters and digits");
     r_.CheckKeys(node, field,
                  {"gpus", "tp", "ep", "dp", "router", "dp_layout", "rank_ports",
-                  "cudagraph_batch_multiplier", "ports", "vars", "fragments", "engine_env", "client_env"});
+                  "cudagraph_batch_multiplier", "ports", "vars", "fragments", "engine_env", "client_env",
+                  "nodes", "pp", "step_ports", "others"});
     Arm arm;
     arm.name = name;
     arm.where = r_.Where(key);
-    arm.gpus = r_.PositiveInt(r_.Required(node, field, "gpus"), Child(field, "gpus"));
-    arm.tp = r_.PositiveInt(r_.Required(node, field, "tp"), Child(field, "tp"));
-    const uint32_t ep = r_.Required(node, field, "ep");
-    arm.ep = r_.PositiveInt(ep, Child(field, "ep"));
-    arm.dp = r_.PositiveInt(r_.Required(node, field, "dp"), Child(field, "dp"));
-    if (arm.tp * arm.dp != arm.gpus) {
-      r_.Fail(node, field, "tp x dp must equal gpus (" + std::to_string(arm.tp) + " x " +
-                               std::to_string(arm.dp) + " != " + std::to_string(arm.gpus) + ")");
-    }
-    if (arm.gpus % arm.ep != 0) {
-      r_.Fail(ep, Child(field, "ep"), "ep must divide gpus (" + std::to_string(arm.gpus) + ")");
-    }
+    LoadShape(node, field, arm);
     if (const uint32_t router = r_.Find(node, "router"); router != kNone) {
       arm.router = r_.Bool(router, Child(field, "router"));
-    }
-    if (const uint32_t layout = r_.Find(node, "dp_layout"); layout != kNone) {
-      arm.dp_layout = r_.Choice(layout, Child(field, "dp_layout"), {"engine", "rank-process"}) == "engine"
-                          ? DpLayout::kEngine : DpLayout::kRankProcess;
     }
     if (const uint32_t m = r_.Find(node, "cudagraph_batch_multiplier"); m != kNone) {
       arm.capture_batch_multiplier = r_.PositiveInt(m, Child(field, "cudagraph_batch_multiplier"));
@@ -357,15 +345,91 @@ class Loader {
       });
     }
     if (const uint32_t fragments = r_.Find(node, "fragments"); fragments != kNone) {
-      const std::string ff = Child(field, "fragments");
-      ForEachEntry(fragments, ff, [&](const std::string& f, uint32_t, uint32_t value) {
-        arm.fragments.emplace_back(f, r_.IsNull(value) ? std::vector<ListArg>{}
-                                                       : LoadListArgs(value, Child(ff, f), false));
-      });
+      arm.fragments = LoadFragments(fragments, Child(field, "fragments"));
     }
     if (const uint32_t e = r_.Find(node, "engine_env"); e != kNone) arm.engine_env = LoadEnv(e, Child(field, "engine_env"));
     if (const uint32_t e = r_.Find(node, "client_env"); e != kNone) arm.client_env = LoadEnv(e, Child(field, "client_env"));
+    LoadAcrossNodes(node, field, arm);
     return arm;
+  }
+
+  // {NAME: [items]} in written order; a null value is an empty fragment.
+  std::vector<std::pair<std::string, std::vector<ListArg>>> LoadFragments(uint32_t map, const std::string& ff) {
+    std::vector<std::pair<std::string, std::vector<ListArg>>> out;
+    ForEachEntry(map, ff, [&](const std::string& f, uint32_t, uint32_t value) {
+      out.emplace_back(f, r_.IsNull(value) ? std::vector<ListArg>{} : LoadListArgs(value, Child(ff, f), false));
+    });
+    return out;
+  }
+
+  // gpus (per node), nodes, tp, pp, ep, dp and dp_layout, with the rules
+  // that tie them: every GPU of every node holds one worker, and a step
+  // across nodes splits either its DP ranks or its pipeline stages evenly
+  // over the nodes (vLLM's two multi-node modes without Ray).
+  void LoadShape(uint32_t node, const std::string& field, Arm& arm) {
+    arm.gpus = r_.PositiveInt(r_.Required(node, field, "gpus"), Child(field, "gpus"));
+    if (const uint32_t n = r_.Find(node, "nodes"); n != kNone) arm.nodes = r_.PositiveInt(n, Child(field, "nodes"));
+    arm.tp = r_.PositiveInt(r_.Required(node, field, "tp"), Child(field, "tp"));
+    if (const uint32_t pp = r_.Find(node, "pp"); pp != kNone) arm.pp = r_.PositiveInt(pp, Child(field, "pp"));
+    const uint32_t ep = r_.Required(node, field, "ep");
+    arm.ep = r_.PositiveInt(ep, Child(field, "ep"));
+    arm.dp = r_.PositiveInt(r_.Required(node, field, "dp"), Child(field, "dp"));
+    const auto n = [](int64_t v) { return std::to_string(v); };
+    if (arm.tp * arm.pp * arm.dp != arm.gpus * arm.nodes) {
+      r_.Fail(node, field, "tp x pp x dp must equal gpus x nodes (" + n(arm.tp) + " x " + n(arm.pp) + " x " +
+                               n(arm.dp) + " != " + n(arm.gpus) + " x " + n(arm.nodes) + "; gpus is per node)");
+    }
+    if (arm.pp > 1 && arm.dp > 1) {
+      r_.Fail(node, field, "pp > 1 needs dp: 1 (pipeline stages and data-parallel ranks together are not supported)");
+    }
+    if ((arm.gpus * arm.nodes) % arm.ep != 0) {
+      r_.Fail(ep, Child(field, "ep"), "ep must divide gpus x nodes (" + n(arm.gpus * arm.nodes) + ")");
+    }
+    if (arm.nodes > 1 && !(arm.pp == 1 && arm.dp % arm.nodes == 0) && !(arm.dp == 1 && arm.pp % arm.nodes == 0)) {
+      r_.Fail(node, Child(field, "nodes"),
+              "an arm across " + n(arm.nodes) + " nodes needs either pp: 1 and dp divisible by nodes (data "
+              "parallel across nodes) or dp: 1 and pp divisible by nodes (pipeline stages across nodes); got pp " +
+                  n(arm.pp) + ", dp " + n(arm.dp));
+    }
+    if (const uint32_t layout = r_.Find(node, "dp_layout"); layout != kNone) {
+      const std::string lf = Child(field, "dp_layout");
+      arm.dp_layout = r_.Choice(layout, lf, {"engine", "rank-process"}) == "engine" ? DpLayout::kEngine
+                                                                                    : DpLayout::kRankProcess;
+      if (arm.dp_layout == DpLayout::kRankProcess && arm.nodes > 1) {
+        r_.Fail(layout, lf, "rank-process is single-node only; an arm across nodes runs one engine per node "
+                            "(dp_layout: engine)");
+      }
+    }
+  }
+
+  // step_ports and others.fragments: only for an arm across nodes; every
+  // fragment the other nodes replace must be one the arm defines.
+  void LoadAcrossNodes(uint32_t node, const std::string& field, Arm& arm) {
+    const auto only_across = [&](uint32_t n, const std::string& f) {
+      if (arm.nodes == 1) r_.Fail(n, f, "only for an arm across nodes (nodes > 1)");
+    };
+    if (const uint32_t sp = r_.Find(node, "step_ports"); sp != kNone) {
+      only_across(sp, Child(field, "step_ports"));
+      LoadPorts(sp, Child(field, "step_ports"), arm, arm.step_ports);
+    }
+    const uint32_t others = r_.Find(node, "others");
+    if (others == kNone) return;
+    const std::string of = Child(field, "others");
+    only_across(others, of);
+    r_.CheckKeys(others, of, {"fragments"});
+    const uint32_t fragments = r_.Required(others, of, "fragments");
+    const std::string ff = Child(of, "fragments");
+    arm.others_fragments = LoadFragments(fragments, ff);
+    const std::vector<uint32_t>& items = r_.node(fragments).items;
+    for (size_t i = 0; i < arm.others_fragments.size(); ++i) {
+      const std::string& f = arm.others_fragments[i].first;
+      const bool defined = std::any_of(arm.fragments.begin(), arm.fragments.end(),
+                                       [&](const auto& d) { return d.first == f; });
+      if (!defined) {
+        r_.Fail(items[2 * i], Child(ff, f), "replaces fragment '" + f + "', which the arm does not define in " +
+                                                Child(field, "fragments"));
+      }
+    }
   }
 
   YamlReader r_;
@@ -374,8 +438,9 @@ class Loader {
 }  // namespace
 
 const std::vector<std::string>& BuiltinVariables() {
-  static const std::vector<std::string> kNames = {"RECIPE", "ARM", "CONC", "EVAL_ONLY", "GPUS",
-                                                  "TP",     "EP",  "DP",   "DP_RANK"};
+  static const std::vector<std::string> kNames = {
+      "RECIPE", "ARM",   "CONC",      "EVAL_ONLY", "GPUS",     "TP",           "EP", "DP", "DP_RANK",
+      "PP",     "NODES", "NODE_RANK", "HEAD_ADDR", "DP_LOCAL", "DP_START_RANK"};
   return kNames;
 }
 

@@ -8,8 +8,12 @@
 // variable, an arm variable, one of the arm's ports or the CUDA-graph capture
 // variable; DP_RANK and the per-GPU names only where they have a value);
 // every fragment the engine splices is defined by every arm; arm variables
-// do not reference themselves in a cycle; tp x dp == gpus; rank ports only
-// in rank-process arms.
+// do not reference themselves in a cycle; tp x pp x dp == gpus x nodes
+// (gpus per node); pp > 1 only with dp == 1; across nodes (nodes > 1) the DP
+// ranks (pp == 1) or the pipeline stages (dp == 1) divide evenly over the
+// nodes, the layout is `engine`, and every fragment in others_fragments is
+// one of the arm's fragments; rank ports only in rank-process arms; step
+// ports and others_fragments only across nodes.
 #pragma once
 
 #include <cstdint>
@@ -66,9 +70,12 @@ struct ListArg {
 };
 
 // A readiness check: an HTTP GET that must answer 200 (kHttpOk), or answer
-// 200 with an OpenAI model list holding at least one model (kModelsNonEmpty).
+// 200 with an OpenAI model list holding at least one model (kModelsNonEmpty),
+// or (kConnected, never written in a recipe: the check of an engine on a
+// node after the head) the process tree holding an established TCP
+// connection to the host in `url` (an address, no port).
 struct ReadinessTemplate {
-  enum class Kind { kHttpOk, kModelsNonEmpty };
+  enum class Kind { kHttpOk, kModelsNonEmpty, kConnected };
   Kind kind;
   LocatedTemplate url;
 };
@@ -128,10 +135,19 @@ const char* PerName(HostMemoryNeed::Per per);
 enum class DpLayout { kEngine, kRankProcess };
 const char* DpLayoutName(DpLayout layout);
 
-// An arm: one parallelism layout.
+// An arm: one parallelism layout, on one node or across `nodes` nodes as
+// one Slurm step (docs/MULTINODE.md). `gpus` is per node; tp x pp x dp ==
+// gpus x nodes. Across nodes, `step_ports` are the ports every node must
+// agree on (the head's front door, DP RPC or master port), taken from
+// Slurm's reserved ports of the step, and `others_fragments` replace the
+// fragments of the same name on the nodes after the head (--headless ...).
 struct Arm {
   std::string name;
   int64_t gpus = 0, tp = 0, ep = 0, dp = 0;
+  int64_t pp = 1;
+  int64_t nodes = 1;
+  std::vector<std::string> step_ports;
+  std::vector<std::pair<std::string, std::vector<ListArg>>> others_fragments;
   bool router = false;
   DpLayout dp_layout = DpLayout::kEngine;
   // rank-process: ports leased once per rank; in a rank's engine (and in
@@ -167,7 +183,10 @@ struct Recipe {
 
 // Names every arm can use without declaring them. DP_RANK is the rank of
 // the process being rendered (rank-process engines, per_rank items); "0"
-// elsewhere is never rendered: the loader rejects DP_RANK there.
+// elsewhere is never rendered: the loader rejects DP_RANK there. NODE_RANK,
+// NODES, HEAD_ADDR (127.0.0.1 on one node), DP_LOCAL (this node's DP ranks)
+// and DP_START_RANK (its first) describe the node a plan is for; PP the
+// pipeline stages.
 const std::vector<std::string>& BuiltinVariables();
 // The names a per_gpu item of engine.numa_flags renders against: the GPU's
 // NUMA node and its CPU share in list syntax ("0-15,64-79").

@@ -42,6 +42,8 @@ class ArmChecker {
                         "': fragment is never spliced into a command");
       }
     }
+    // The fragments the nodes after the head splice into their engine.
+    for (const auto& [n, f] : arm_.others_fragments) CheckList(f, engine);
     CheckEnv(arm_.engine_env, engine);
     CheckEnv(recipe_.client_env, Context{});
     CheckEnv(arm_.client_env, Context{});
@@ -60,6 +62,7 @@ class ArmChecker {
     if (recipe_.capture) Declare(recipe_.capture->variable, "the cudagraph_capture variable");
     for (const auto& p : arm_.ports) Declare(p, "a port of the arm");
     for (const auto& p : arm_.rank_ports) Declare(p, "a rank port of the arm");
+    for (const auto& p : arm_.step_ports) Declare(p, "a step port of the arm");
     for (const auto& [v, t] : arm_.vars) Declare(v, "an arm variable");
     for (const auto& g : PerGpuVariables()) Declare(g, "a per_gpu variable");
     for (const auto& [n, what] : scope_) known_.push_back(n);

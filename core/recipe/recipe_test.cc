@@ -51,7 +51,19 @@ TEST(Recipe, MinimalLoads) {
 TEST(Recipe, TheShippedRecipeLoadsWithItsArms) {
   Result<Recipe> r = LoadRecipeByName(kRecipeDir, "dsv41flash-fp4-b300-vllm");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r.value().ArmNames(), (std::vector<std::string>{"tp4", "tep4", "dep4", "dep4-rankproc"}));
+  EXPECT_EQ(r.value().ArmNames(),
+            (std::vector<std::string>{"tp4", "tep4", "dep4", "dep4-rankproc", "dep16", "tp8pp2"}));
+  const Arm* dep16 = r.value().FindArm("dep16");
+  EXPECT_EQ(dep16->nodes, 2);
+  EXPECT_EQ(dep16->gpus, 8);
+  EXPECT_EQ(dep16->step_ports, (std::vector<std::string>{"PORT", "DP_RPC_PORT"}));
+  ASSERT_EQ(dep16->others_fragments.size(), 1u);
+  EXPECT_EQ(dep16->others_fragments[0].first, "parallel");
+  const Arm* tp8pp2 = r.value().FindArm("tp8pp2");
+  EXPECT_EQ(tp8pp2->pp, 2);
+  EXPECT_EQ(tp8pp2->step_ports, (std::vector<std::string>{"PORT", "MASTER_PORT"}));
+  EXPECT_EQ(r.value().FindArm("tp4")->nodes, 1);
+  EXPECT_EQ(r.value().FindArm("tp4")->pp, 1);
   EXPECT_EQ(r.value().FindArm("dep4")->dp_layout, DpLayout::kEngine);
   EXPECT_EQ(r.value().FindArm("dep4-rankproc")->dp_layout, DpLayout::kRankProcess);
   EXPECT_EQ(r.value().FindArm("dep4-rankproc")->rank_ports, std::vector<std::string>{"ENGINE_PORT"});
@@ -95,7 +107,9 @@ TEST(Recipe, MissingFieldWrongTypeUnknownField) {
 }
 
 TEST(Recipe, StructuralRules) {
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "tp: 2", "tp: 1")).find("tp x dp must equal gpus"), std::string::npos);
+  const std::string shape = LoadError(test::ReplaceOnce(kMinimal, "tp: 2", "tp: 1"));
+  EXPECT_NE(shape.find("r.yaml:14:5: field 'arms.tp2': tp x pp x dp must equal gpus x nodes (1 x 1 x 1 != 2 x 1"),
+            std::string::npos) << shape;
   EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "{splice: par}", "{splice: parallel}"))
                 .find("arm 'tp2' defines no fragment 'parallel'"),
             std::string::npos);
@@ -147,6 +161,118 @@ TEST(Recipe, RankAndGpuNamesOnlyWhereTheyHaveAValue) {
   // ... but not in the client environment, which is not rendered per rank.
   EXPECT_NE(LoadError(test::ReplaceOnce(rp, "URL: http://localhost:${PORT}", "URL: \"${DP_RANK}\""))
                 .find("has no value here"),
+            std::string::npos);
+}
+
+// An arm across two nodes of 2 GPUs: DP 4 over the nodes, the others
+// adding --headless; tests break one thing at a time.
+const char kAcross[] = R"(schema: 1
+name: across
+engine:
+  argv: [serve, --port, "${ENGINE_PORT}", {splice: par}]
+  readiness:
+    - http_ok: http://localhost:${ENGINE_PORT}/health
+client_env:
+  URL: http://${HEAD_ADDR}:${PORT}
+arms:
+  dp4:
+    nodes: 2
+    gpus: 2
+    tp: 1
+    ep: 4
+    dp: 4
+    ports: [ENGINE_PORT]
+    step_ports: [PORT, RPC]
+    fragments: {par: [-dp, "${DP}", -dpl, "${DP_LOCAL}", -a, "${HEAD_ADDR}", -r, "${RPC}"]}
+    others:
+      fragments: {par: [-dp, "${DP}", -dpl, "${DP_LOCAL}", -dpr, "${DP_START_RANK}", --headless]}
+)";
+
+TEST(Recipe, AnArmAcrossNodesLoads) {
+  Result<Recipe> r = LoadRecipeString(kAcross, "r.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Arm& arm = r.value().arms[0];
+  EXPECT_EQ(arm.nodes, 2);
+  EXPECT_EQ(arm.pp, 1);
+  EXPECT_EQ(arm.ports, std::vector<std::string>{"ENGINE_PORT"});
+  EXPECT_EQ(arm.step_ports, (std::vector<std::string>{"PORT", "RPC"}));
+  ASSERT_EQ(arm.others_fragments.size(), 1u);
+  EXPECT_EQ(arm.others_fragments[0].second.size(), 7u);
+  // Pipeline stages across the nodes instead: dp 1, pp 2.
+  std::string pp = test::ReplaceOnce(kAcross, "    tp: 1\n    ep: 4\n    dp: 4\n", "    tp: 2\n    pp: 2\n    ep: 1\n    dp: 1\n");
+  Result<Recipe> p = LoadRecipeString(pp, "r.yaml");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p.value().arms[0].pp, 2);
+  // The node builtins are names of single-node arms too.
+  Result<Recipe> one = LoadRecipeString(
+      test::ReplaceOnce(kMinimal, "[-tp, \"${TP}\"]", "[-tp, \"${TP}\", \"${NODE_RANK}${NODES}${HEAD_ADDR}${DP_LOCAL}${DP_START_RANK}${PP}\"]"),
+      "r.yaml");
+  EXPECT_TRUE(one.ok()) << one.error().message;
+}
+
+TEST(Recipe, ShapeRulesAcrossNodes) {
+  const std::string product = LoadError(test::ReplaceOnce(kAcross, "    dp: 4\n", "    dp: 2\n"));
+  EXPECT_NE(product.find("field 'arms.dp4': tp x pp x dp must equal gpus x nodes (1 x 1 x 2 != 2 x 2; gpus is per node)"),
+            std::string::npos) << product;
+  // DP 3 over 2 nodes does not split.
+  std::string uneven = test::ReplaceOnce(kAcross, "    nodes: 2\n    gpus: 2\n", "    nodes: 2\n    gpus: 3\n");
+  uneven = test::ReplaceOnce(uneven, "    tp: 1\n    ep: 4\n    dp: 4\n", "    tp: 2\n    ep: 1\n    dp: 3\n");
+  const std::string split = LoadError(uneven);
+  EXPECT_NE(split.find("r.yaml:11:5: field 'arms.dp4.nodes': an arm across 2 nodes needs either pp: 1 and dp divisible "
+                       "by nodes (data parallel across nodes) or dp: 1 and pp divisible by nodes (pipeline stages across "
+                       "nodes); got pp 1, dp 3"),
+            std::string::npos) << split;
+  // TP alone across nodes (dp 1, pp 1) is neither mode.
+  const std::string tp_only = LoadError(test::ReplaceOnce(kAcross, "    tp: 1\n    ep: 4\n    dp: 4\n",
+                                                          "    tp: 4\n    ep: 1\n    dp: 1\n"));
+  EXPECT_NE(tp_only.find("got pp 1, dp 1"), std::string::npos) << tp_only;
+  // Pipeline stages and DP ranks together are refused, on one node too.
+  const std::string both = LoadError(test::ReplaceOnce(kAcross, "    tp: 1\n    ep: 4\n    dp: 4\n",
+                                                       "    tp: 1\n    pp: 2\n    ep: 1\n    dp: 2\n"));
+  EXPECT_NE(both.find("pp > 1 needs dp: 1"), std::string::npos) << both;
+  const std::string ep = LoadError(test::ReplaceOnce(kAcross, "ep: 4", "ep: 3"));
+  EXPECT_NE(ep.find("field 'arms.dp4.ep': ep must divide gpus x nodes (4)"), std::string::npos) << ep;
+  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "nodes: 2", "nodes: 0")).find("field 'arms.dp4.nodes': expected a positive integer"),
+            std::string::npos);
+  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "    tp: 1\n", "    tp: 1\n    pp: x\n")).find("field 'arms.dp4.pp': expected a positive integer"),
+            std::string::npos);
+  const std::string rp = LoadError(test::ReplaceOnce(kAcross, "    ep: 4\n", "    ep: 4\n    dp_layout: rank-process\n"));
+  EXPECT_NE(rp.find("field 'arms.dp4.dp_layout': rank-process is single-node only"), std::string::npos) << rp;
+}
+
+TEST(Recipe, StepPortsAndOthersOnlyAcrossNodes) {
+  std::string one_node = test::ReplaceOnce(kAcross, "    nodes: 2\n    gpus: 2\n", "    nodes: 1\n    gpus: 4\n");
+  one_node = one_node.substr(0, one_node.find("    others:\n"));
+  const std::string sp = LoadError(one_node);
+  EXPECT_NE(sp.find("field 'arms.dp4.step_ports': only for an arm across nodes (nodes > 1)"), std::string::npos) << sp;
+  std::string others = test::ReplaceOnce(kAcross, "    nodes: 2\n    gpus: 2\n", "    nodes: 1\n    gpus: 4\n");
+  others = test::ReplaceOnce(others, "    ports: [ENGINE_PORT]\n    step_ports: [PORT, RPC]\n", "    ports: [ENGINE_PORT, PORT, RPC]\n");
+  const std::string o = LoadError(others);
+  EXPECT_NE(o.find("field 'arms.dp4.others': only for an arm across nodes (nodes > 1)"), std::string::npos) << o;
+  // The step ports are names of their own: not a port as well.
+  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "ports: [ENGINE_PORT]", "ports: [ENGINE_PORT, RPC]"))
+                .find("field 'arms.dp4.step_ports[1]': port 'RPC' given twice"),
+            std::string::npos);
+  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "step_ports: [PORT, RPC]", "step_ports: [PORT, rpc]")).find("port names are upper-case"),
+            std::string::npos);
+  // others replaces fragments the arm has, and holds only fragments.
+  const std::string unknown = LoadError(test::ReplaceOnce(kAcross, "{par: [-dp, \"${DP}\", -dpl, \"${DP_LOCAL}\", -dpr",
+                                                          "{parx: [-dp, \"${DP}\", -dpl, \"${DP_LOCAL}\", -dpr"));
+  EXPECT_NE(unknown.find("r.yaml:20:19: field 'arms.dp4.others.fragments.parx': replaces fragment 'parx', which the arm "
+                         "does not define in arms.dp4.fragments"),
+            std::string::npos) << unknown;
+  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "    others:\n      fragments:", "    others:\n      frags:"))
+                .find("field 'arms.dp4.others.frags': unknown field; allowed: fragments"),
+            std::string::npos);
+  // Their templates are checked like the engine's.
+  const std::string bad = LoadError(test::ReplaceOnce(kAcross, "--headless]", "--headless, \"${NOPE}\"]"));
+  EXPECT_NE(bad.find("field 'arms.dp4.others.fragments.par[7]': unknown variable ${NOPE} in arm 'dp4'"), std::string::npos)
+      << bad;
+  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "--headless]", "--headless, \"${DP_RANK}\"]")).find("has no value here"),
+            std::string::npos);
+  // A step port collides with a recipe variable like any other port.
+  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "step_ports: [PORT, RPC]", "step_ports: [PORT, NODES]"))
+                .find("'NODES' is both a builtin variable and a step port of the arm"),
             std::string::npos);
 }
 
