@@ -20,15 +20,17 @@ const char kUsage[] =
     "step would run: exact argv and environment of every process, named ports,\n"
     "ranks and GPUs, readiness checks, host memory and the client environment.\n"
     "Nothing is started; ports are distinct placeholders (a running step leases\n"
-    "real ones).\n"
+    "real ones). An arm across nodes has one plan per node: --node K shows node\n"
+    "K's (0, the head, by default), with the head's address HEAD_ADDR unless\n"
+    "--head-addr gives one.\n"
     "\n"
     "Options:\n";
 
 }  // namespace
 
 int RunPlanCommand(const std::vector<std::string>& args) {
-  std::string recipe_name, arm, recipe_dir;
-  int64_t conc = 0;
+  std::string recipe_name, arm, recipe_dir, head_addr;
+  int64_t conc = 0, node = 0;
   std::vector<std::string> sets;
   const std::string recipe_dir_help =
       "recipe directory (default: $IX_RECIPE_DIR, else " + BuiltinRecipeDir() + ")";
@@ -37,6 +39,8 @@ int RunPlanCommand(const std::vector<std::string>& args) {
       ("recipe", po::value(&recipe_name)->value_name("NAME"), "recipe name (a file NAME.yaml in the recipe directory)")
       ("arm", po::value(&arm)->value_name("ARM"), "arm of the recipe: tp4, tep4, dep4, ...")
       ("conc", po::value(&conc)->value_name("N"), "client concurrency, a positive integer")
+      ("node", po::value(&node)->value_name("K"), "arms across nodes: the plan of node K, 0 (the head) to nodes - 1; default 0")
+      ("head-addr", po::value(&head_addr)->value_name("ADDR"), "arms across nodes: the head's address (default: the placeholder HEAD_ADDR)")
       ("eval-only", po::bool_switch(), "render the eval-only variant (accuracy run)")
       ("set", po::value(&sets)->value_name("NAME=VALUE")->composing(), "override a recipe variable; repeatable")
       ("recipe-dir", po::value(&recipe_dir)->value_name("DIR"), recipe_dir_help.c_str())
@@ -68,6 +72,8 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   req.arm = arm;
   req.conc = conc;
   req.eval_only = vm["eval-only"].as<bool>();
+  req.node_rank = node;
+  req.head_addr = head_addr;
   for (const std::string& s : sets) {
     const size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -81,6 +87,11 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   if (!recipe) {
     std::cerr << "ixsubmit plan: " << recipe.error().message << "\n";
     return 1;
+  }
+  if (const Arm* a = recipe.value().FindArm(arm); a && (node < 0 || node >= a->nodes)) {
+    std::cerr << "ixsubmit plan: --node " << node << " is outside 0.." << a->nodes - 1 << ": arm " << arm << " runs on "
+              << a->nodes << (a->nodes == 1 ? " node" : " nodes") << "\n";
+    return 2;
   }
   Result<LaunchPlan> plan = RenderDryRun(recipe.value(), req);
   if (!plan) {
