@@ -24,7 +24,9 @@ const char kPlaceUsage[] =
     "Plan where each rank of a recipe arm runs on this node (or on the node an\n"
     "hwloc XML file describes): GPU, NUMA node, CPUs, host memory per NUMA node,\n"
     "/dev/shm and RLIMIT_MEMLOCK, and the verdict. Exit status 0 when the plan\n"
-    "fits, 1 when it is refused (the reasons on stderr) or cannot be made.\n"
+    "fits, 1 when it is refused (the reasons on stderr) or cannot be made. For\n"
+    "an arm across nodes, --node K places node K's ranks (the head's, 0, by\n"
+    "default): each node of the step holds its own share.\n"
     "\n"
     "Options:\n";
 
@@ -33,7 +35,7 @@ const char kPlaceUsage[] =
 struct PlaceArgs {
   std::string recipe_name, arm, recipe_dir, file;
   std::optional<std::string> gpus;  // --gpus; unset: the step's from the environment
-  int64_t conc = 0;
+  int64_t conc = 0, node = 0;
   double safety = 1.0;
   std::vector<std::string> numa_free;
   bool eval_only = false, pinned = false, json = false;
@@ -55,6 +57,7 @@ std::optional<int> ParsePlaceArgs(const std::vector<std::string>& args, PlaceArg
       ("recipe", po::value(&a.recipe_name)->value_name("NAME"), "recipe name")
       ("arm", po::value(&a.arm)->value_name("ARM"), "arm of the recipe (tp4, tep4, dep4, ...)")
       ("conc", po::value(&a.conc)->value_name("N"), "client concurrency")
+      ("node", po::value(&a.node)->value_name("K"), "arms across nodes: place node K's ranks, 0 (the head) to nodes - 1; default 0")
       ("eval-only", po::bool_switch(&a.eval_only), "the eval-only variant")
       ("recipe-dir", po::value(&a.recipe_dir)->value_name("DIR"), recipe_dir_help.c_str())
       ("topology", po::value(&a.file)->value_name("FILE"), "an hwloc XML file instead of this machine")
@@ -80,10 +83,15 @@ std::optional<int> ParsePlaceArgs(const std::vector<std::string>& args, PlaceArg
 Result<LaunchPlan> RenderArm(const PlaceArgs& a) {
   Result<Recipe> recipe = LoadRecipeByName(ResolveRecipeDir(a.recipe_dir), a.recipe_name);
   if (!recipe) return recipe.error();
+  if (const Arm* arm = recipe.value().FindArm(a.arm); arm && (a.node < 0 || a.node >= arm->nodes)) {
+    return Error{"--node " + std::to_string(a.node) + " is outside 0.." + std::to_string(arm->nodes - 1) + ": arm " +
+                 a.arm + " runs on " + std::to_string(arm->nodes) + (arm->nodes == 1 ? " node" : " nodes")};
+  }
   RenderRequest req;
   req.arm = a.arm;
   req.conc = a.conc;
   req.eval_only = a.eval_only;
+  req.node_rank = a.node;
   return RenderDryRun(recipe.value(), req);
 }
 

@@ -47,6 +47,20 @@ out=$("${place[@]}" --arm dep4 --conc 64 --topology "$fx/hgx-b300-2tib.xml" --gp
 out=$("${place[@]}" --arm tp4 --conc 8 --topology "$fx/hgx-b300-2tib.xml" --gpus 0,1,2,3 --json)
 [[ $(python3 -c 'import json,sys; r=json.load(sys.stdin)["ranks"]; print(len(r), r[0]["numa"], r[0]["cpus"])' <<<"$out") == "1 0 0-63" ]] \
   || fail "tp4 placement: $out"
+# dep16 across two nodes: node 1 places its own ranks 8-15, 4 a socket
+# (756 GiB of Engram tables per NUMA node); --node past the arm's nodes is refused.
+out=$("${place[@]}" --arm dep16 --conc 64 --node 1 --topology "$fx/hgx-b300-2tib.xml" --gpus 0,1,2,3,4,5,6,7 --json) \
+  || fail "dep16 node 1 refused: $out"
+python3 - "$out" <<'PY' || fail "dep16 node 1 placement JSON"
+import json, sys
+p = json.loads(sys.argv[1])
+assert p["verdict"] == "fits", p["verdict"]
+assert [r["rank"] for r in p["ranks"]] == list(range(8, 16)), p["ranks"]
+assert [r["numa"] for r in p["ranks"]] == [0, 0, 0, 0, 1, 1, 1, 1], p["ranks"]
+assert sorted(n["needed_bytes"] for n in p["numa"]) == [4 * 189 * 2**30] * 2, p["numa"]
+PY
+err=$("${place[@]}" --arm dep16 --conc 64 --node 2 --topology "$fx/hgx-b300-2tib.xml" 2>&1) && fail "--node 2 accepted"
+[[ $err == *"--node 2 is outside 0..1: arm dep16 runs on 2 nodes"* ]] || fail "--node 2 message: $err"
 # Bad input: a GPU the node lacks, a malformed XML file.
 err=$("${place[@]}" --arm tp4 --conc 8 --topology "$fx/hgx-b300-2tib.xml" --gpus 0,1,2,9 2>&1) && fail "GPU 9 accepted"
 [[ $err == *9* && $err == *0-7* ]] || fail "GPU 9 message: $err"
