@@ -3,11 +3,15 @@
 // environment each process adds to the task's, the ports by name, the ranks
 // and their step-local GPU indices, readiness checks, host-memory totals and
 // the client environment. No field is ever interpreted by a shell.
-// Invariants: every port named by the arm has a number; ports are distinct;
-// ranks.size() == dp and each rank holds tp GPUs, disjoint, covering
-// [0, gpus); in the rank-process layout there is one engine process per
-// rank (named engine-rank<r>, rank == r) and every other process has
-// rank -1.
+// Invariants: every port named by the arm (its ports, rank ports and step
+// ports) has a number; ports are distinct; ranks are this node's: with
+// pp == 1, DP_LOCAL ranks (dp on one node) numbered from DP_START_RANK,
+// each holding tp GPUs, disjoint, covering [0, gpus); with pp > 1 the one
+// rank 0 holding all gpus; in the rank-process layout (one node only) there
+// is one engine process per rank (named engine-rank<r>, rank == r) and
+// every other process has rank -1. A plan for a node after the head
+// (node_rank > 0) has no router, and its engine's one readiness check is
+// kConnected to head_addr.
 #pragma once
 
 #include <cstdint>
