@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/process/tcp_peers.h"
+
 namespace ix {
 namespace {
 
@@ -64,8 +66,23 @@ ProbeResult HttpGetProber::ModelsNonEmpty(const std::string& url, const ProbeOpt
 }
 
 ProbeResult HttpGetProber::Probe(const ReadinessCheck& check, const ProbeOptions& options) {
-  return check.kind == ReadinessTemplate::Kind::kHttpOk ? HttpOk(check.url, options)
-                                                         : ModelsNonEmpty(check.url, options);
+  switch (check.kind) {
+    case ReadinessTemplate::Kind::kHttpOk:
+      return HttpOk(check.url, options);
+    case ReadinessTemplate::Kind::kModelsNonEmpty:
+      return ModelsNonEmpty(check.url, options);
+    case ReadinessTemplate::Kind::kConnected:
+      break;
+  }
+  return Connected(check.url);
+}
+
+ProbeResult HttpGetProber::Connected(const std::string& addr) {
+  ProbeResult r;
+  Result<bool> c = HasEstablishedTo(addr);
+  r.ready = c && c.value();
+  r.detail = !c ? c.error().message : r.ready ? "connected" : "no established TCP connection to " + addr;
+  return r;
 }
 
 std::chrono::milliseconds NextProbeGap(std::chrono::milliseconds waited, const WaitReadyOptions& options) {

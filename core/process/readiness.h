@@ -1,5 +1,6 @@
 // Readiness: HTTP probes that say whether a server answers (`/health` with
-// 200) and serves a model (`/v1/models` with at least one entry), and a wait
+// 200) and serves a model (`/v1/models` with at least one entry), a check
+// that a node's engine is connected to the head of its step, and a wait
 // that runs a process's checks in order, probing every few tens of
 // milliseconds until they pass, a deadline passes, or the caller says stop
 // (e.g. a watched process died). docs/PROCESS.md.
@@ -60,6 +61,10 @@ class HttpGetProber : public ReadinessProber {
   ProbeResult HttpOk(const std::string& url, const ProbeOptions& options);
   // GET `url`: 200 with a non-empty model list is ready (EvaluateModels).
   ProbeResult ModelsNonEmpty(const std::string& url, const ProbeOptions& options);
+  // No HTTP: ready while this network namespace holds an established TCP
+  // connection to `addr` (tcp_peers.h); how a node after the head of a
+  // multi-node step knows its engine joined the head.
+  virtual ProbeResult Connected(const std::string& addr);
 
  protected:
   // Performs a GET. `answered` when a whole HTTP answer came back; then
