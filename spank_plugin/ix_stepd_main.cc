@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/base/file_text.h"
+#include "core/base/paths.h"
 #include "core/recipe/launch_plan.h"
 #include "core/process/process.h"
 #include "core/node/topology.h"
@@ -66,7 +67,7 @@ bool SplitPair(const std::string& s, std::string& k, std::string& v) {
 
 // ix-stepd's command line, as given (-1: not given).
 struct StepdArgs {
-  std::string plan_path, run_dir, result_dir, agent_socket, step, gpus;
+  std::string plan_path, run_dir, result_dir, agent_socket, step, gpus, node_name;
   int ready_fd = -1, run_dir_fd = -1, owner_pid = -1, agent_fd = -1;
   bool stop_with_client = false;
   double ready_timeout = 3600, health_ms = 250, grace_ms = 3000;
@@ -101,6 +102,8 @@ std::optional<int> ParseArgs(int argc, char** argv, StepdArgs& a) {
        "an inherited socket connected to the agent's (tried before --agent-socket)")
       ("step", po::value(&a.step)->value_name("JOB.STEP"), "the step id events carry")
       ("gpus", po::value(&a.gpus)->value_name("LIST"), "the step's GPUs by node (NVML) index, for the agent's telemetry")
+      ("node-name", po::value(&a.node_name)->value_name("NAME"),
+       "this node's name as Slurm knows it, in failure.json of a step across nodes (default: the host name)")
       ("health-interval-ms", po::value(&a.health_ms)->value_name("MS"), "health probe period once ready (default 250)")
       ("stop-grace-ms", po::value(&a.grace_ms)->value_name("MS"), "SIGTERM to SIGKILL (default 3000)")
       ("help,h", "show this help");
@@ -132,7 +135,9 @@ std::optional<int> OpenDirs(StepdArgs& a, int& result_dir_fd) {
   if (a.run_dir_fd >= 0) ::fcntl(a.run_dir_fd, F_SETFD, FD_CLOEXEC);
   if (a.run_dir.empty() && a.run_dir_fd >= 0) a.run_dir = "(run directory)";
   if (!a.result_dir.empty()) {
-    ::mkdir(a.result_dir.c_str(), 0755);
+    // A node after the head of a multi-node step writes to node<K>/ in the
+    // step's result directory, which the head may not have made yet.
+    (void)ix::MakeDirs(a.result_dir, 0755, 0755, "--result-dir");
     result_dir_fd = ::open(a.result_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   } else if (a.run_dir_fd >= 0) {
     a.result_dir = a.run_dir + "/results";
@@ -191,6 +196,11 @@ std::optional<int> MakeOptions(const StepdArgs& a, int result_dir_fd, ix::Superv
   o.agent_fd = a.agent_fd;
   if (a.agent_fd >= 0) ::fcntl(a.agent_fd, F_SETFD, FD_CLOEXEC);  // the servers never see it
   o.step = a.step;
+  o.node_name = a.node_name;
+  if (o.node_name.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) o.node_name = host;
+  }
   // Set by `ixsubmit task` for the step it runs: events name their entry.
   if (const char* sweep = std::getenv("IX_SWEEP_ID"); sweep && *sweep) {
     o.sweep = sweep;

@@ -28,9 +28,12 @@
 #include "core/node/topology.h"
 #include "spank_plugin/ix_stepd_launch.h"
 #include "spank_plugin/memlock_policy.h"
+#include "spank_plugin/slurm_api.h"
 #include "spank_plugin/step_backstop.h"
 #include "spank_plugin/step_dirs.h"
+#include "spank_plugin/step_nodes.h"
 #include "spank_plugin/step_setup.h"
+#include "spank_plugin/stepd_stop.h"
 
 namespace ix {
 namespace {
@@ -48,6 +51,7 @@ uid_t g_uid = 0;
 // slurmd's log, and a failure there shows in srun only as "Plugin
 // initialization failed".
 std::optional<std::string> g_refusal;
+int64_t g_step_nodes = 1;  // the step's node count (S_JOB_NNODES), also when refused
 
 std::optional<std::string> JobEnv(spank_t sp, const char* name) {
   char buf[4096];
@@ -73,14 +77,16 @@ Result<PortBroker> OpenBroker(const PluginArgs& args) {
   return PortBroker::Open(cfg, prober, live);
 }
 
+// `use_reserved`: Slurm's reserved ports of the step are tried first (a step
+// across nodes keeps them for its step ports).
 Result<PortList> LeasePorts(spank_t sp, const PluginArgs& args, const std::string& step,
-                            const std::vector<std::string>& names) {
+                            const std::vector<std::string>& names, bool use_reserved) {
   Result<PortBroker> broker = OpenBroker(args);
   if (!broker) return broker.error();
   std::vector<PortWant> wants;
   for (const auto& n : names) wants.push_back({n, 1});
   std::vector<int> reserved;
-  if (auto resv = JobEnv(sp, "SLURM_STEP_RESV_PORTS")) {
+  if (auto resv = use_reserved ? JobEnv(sp, "SLURM_STEP_RESV_PORTS") : std::nullopt) {
     Result<std::vector<int>> r = ParsePortList(*resv);
     if (r) reserved = r.value();
   }
@@ -171,6 +177,37 @@ void RemoveStepDir(const std::string& run_dir, const std::string& step, bool kee
 // The mount namespace this process is in now.
 bool MountNamespace(struct stat& st) { return ::fstatat(ProcDirFd(), "self/ns/mnt", &st, 0) == 0; }
 
+// A step across nodes (docs/MULTINODE.md): this node's rank, the head's
+// address from slurmctld (the step's first node, its NodeAddr) and the step
+// ports from Slurm's reservation, the same on every node; the head proves
+// them free by binding them (no node but the head listens on them).
+Status PlanAcrossNodes(spank_t sp, const PluginArgs& args, const Recipe& recipe, const Arm& arm, StepSetup& s) {
+  uint32_t nodes = 1, node_id = 0;
+  spank_get_item(sp, S_JOB_NNODES, &nodes);
+  spank_get_item(sp, S_JOB_NODEID, &node_id);
+  if (Status c = CheckArmNodes(arm, nodes); !c) return c;
+  if (arm.nodes == 1) return Ok{};
+  Result<std::string> head = FirstHost(JobEnv(sp, "SLURM_STEP_NODELIST").value_or(""));
+  if (!head) return head.error();
+  Result<std::string> addr = SlurmNodeAddress(head.value());
+  if (!addr) return addr.error();
+  s.request.node_rank = node_id;
+  s.request.head_addr = addr.value();
+  Result<std::vector<std::string>> names = StepPortNames(recipe, arm.name);
+  if (!names) return names.error();
+  Result<PortList> ports = StepPortsFromReservation(names.value(), JobEnv(sp, "SLURM_STEP_RESV_PORTS"), args.port_range);
+  if (!ports) return ports.error();
+  BindProber prober;
+  for (const auto& [name, port] : ports.value()) {
+    if (node_id == 0 && !prober.IsFree(port)) {
+      return Error{"port " + std::to_string(port) + " (" + name + ", reserved by Slurm for the step) is in use on the "
+                   "head " + head.value()};
+    }
+  }
+  s.step_ports = ports.value();
+  return Ok{};
+}
+
 // The recipe (parsed once per step: it is most of the planning time), the
 // step's ports leased and its plan rendered with them.
 Result<Recipe> RenderStep(spank_t sp, const PluginArgs& args, const StepOptions& o, StepSetup& s) {
@@ -183,11 +220,15 @@ Result<Recipe> RenderStep(spank_t sp, const PluginArgs& args, const StepOptions&
   s.request.eval_only = o.eval_only;
   s.ready_timeout_s = static_cast<int>(o.ready_timeout_s.value_or(3600));
   s.agent_socket = args.agent_socket;
+  const Arm* arm = recipe.value().FindArm(s.request.arm);
+  if (!arm) return Error{"recipe " + s.recipe + " has no arm " + s.request.arm};
+  if (Status n = PlanAcrossNodes(sp, args, recipe.value(), *arm, s); !n) return n.error();
   Result<std::vector<std::string>> names = PortNames(recipe.value(), s.request.arm);
   if (!names) return names.error();
-  Result<PortList> ports = LeasePorts(sp, args, s.step_id, names.value());
+  Result<PortList> ports = LeasePorts(sp, args, s.step_id, names.value(), arm->nodes == 1);
   if (!ports) return ports.error();
   s.request.ports = ports.value();
+  s.request.ports.insert(s.request.ports.end(), s.step_ports.begin(), s.step_ports.end());
   Result<LaunchPlan> plan = RenderPlan(recipe.value(), s.request);
   if (!plan) return plan.error();
   s.plan = std::move(plan).value();
@@ -291,6 +332,9 @@ void LogPlacementNotes(const StepSetup& s) {
 int SlurmstepdInitPostOpt(spank_t sp, const PluginArgs& args, const StepOptions& o) {
   StepSetup s;
   s.step_id = StepId(sp);
+  uint32_t nodes = 1;
+  spank_get_item(sp, S_JOB_NNODES, &nodes);
+  g_step_nodes = nodes;
   Status st = Plan(sp, args, o, s);
   if (!st) {
     // Nothing leased (the broker refused, or its lock was not had within
@@ -343,11 +387,15 @@ std::optional<std::string> WrongPlugstackOrder(spank_t sp) {
 int StartSupervisor(spank_t sp, const StepSetup& s) {
   int local_tasks = 1;
   spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
-  // With one local task, that task is the client: ix-stepd stops the
-  // servers the moment it exits, before any task_exit hook runs.
-  const std::vector<std::string> argv =
-      StepdArgv("ix-stepd", s, kStepdReadyFd, ::getpid(), kStepdRunDirFd, local_tasks == 1,
+  // With one local task on the head, that task is the client: ix-stepd
+  // stops the servers the moment it exits, before any task_exit hook runs.
+  // A node after the head keeps its part up until the head ends it.
+  std::vector<std::string> argv =
+      StepdArgv("ix-stepd", s, kStepdReadyFd, ::getpid(), kStepdRunDirFd, local_tasks == 1 && s.plan.node_rank == 0,
                 g_handles.agent_fd >= 0 ? kStepdAgentFd : -1);
+  if (s.plan.nodes > 1) {
+    if (std::optional<std::string> name = JobEnv(sp, "SLURMD_NODENAME")) argv.insert(argv.end(), {"--node-name", *name});
+  }
   // ix-stepd runs in the job's environment as it is now (under Pyxis: the
   // image's, PATH included), which the task gets only at its exec.
   char** job_env = nullptr;
@@ -401,6 +449,9 @@ int SlurmstepdTaskInit(spank_t sp) {
     }
     g_setup->result_dir = std::string(cwd) + (cwd[1] ? "/" : "") + "inferencex-" + s.step_id;
   }
+  // Across nodes the result directory may be shared (NFS, Lustre): the
+  // head's logs stay at its top, each other node's go to node<K>/ in it.
+  if (s.plan.node_rank > 0) g_setup->result_dir += "/node" + std::to_string(s.plan.node_rank);
   if (task == 0) {
     // Said once, on the step's stderr (srun's), besides slurmd's log.
     LogPlacementNotes(s);
@@ -420,86 +471,36 @@ int SlurmstepdTaskInit(spank_t sp) {
 
 namespace {
 
-// ix-stepd as this slurmstepd knows it: a pidfd taken on the pid task 0
-// wrote, kept only if that process is the job user's (the pid file is the
-// user's, read through the run directory's descriptor without following a
-// link or blocking on a FIFO). The pidfd is taken first, so the pid checked
-// is the pid signalled: it cannot be recycled in between.
-struct Supervisor {
-  ProcessId id;
-  int pidfd = -1;
-  bool stopping = false;  // SIGTERM sent
-};
-std::optional<Supervisor> g_supervisor;
 int g_tasks_exited = 0;
 bool g_backstop_fired = false;
-bool g_stop_done = false;
-std::vector<ProcessId> g_remembered;  // ix-stepd's tree when the stop began
+std::optional<StepdStop> g_stepd_stop;  // made at the first stop or wait, once per step
 
-Supervisor* FindSupervisor() {
-  if (g_supervisor) return g_supervisor->id.pid > 1 ? &*g_supervisor : nullptr;
-  g_supervisor.emplace();
+StepdStop& Stepd() {
+  if (!g_stepd_stop) g_stepd_stop.emplace(g_handles.run_dir_fd, g_uid);
+  return *g_stepd_stop;
+}
+
+// Whether this node's part of the step failed: refused, or ix-stepd said so.
+bool PartFailed() {
+  if (g_refusal) return true;
   int err = 0;
-  const std::string pid_text = ReadFileTextAt(g_handles.run_dir_fd, "stepd.pid", &err, 64);
-  const pid_t pid = err ? 0 : static_cast<pid_t>(std::atoi(pid_text.c_str()));
-  if (pid <= 1) return nullptr;
-  const int pidfd = PidfdOpen(pid);
-  struct stat st{};
-  Result<ProcessInfo> info = ReadProcessInfo(pid);
-  if (pidfd < 0 || !info || ::fstatat(ProcDirFd(), std::to_string(pid).c_str(), &st, 0) != 0 || st.st_uid != g_uid) {
-    if (pidfd >= 0) ::close(pidfd);
-    return nullptr;
-  }
-  g_supervisor->id = info.value().id();
-  g_supervisor->pidfd = pidfd;
-  return &*g_supervisor;
+  const std::string state = ReadFileTextAt(g_handles.run_dir_fd, "state", &err, 64);
+  return !err && state.rfind("failed", 0) == 0;
 }
 
-// ix-stepd stops what it started on SIGTERM.
-void StartStop() {
-  Supervisor* s = FindSupervisor();
-  if (!s || s->stopping) return;
-  PidfdSendSignal(s->pidfd, SIGTERM);
-  s->stopping = true;
-}
-
-// ix-stepd and its descendants now (host /proc), to check at the end.
-std::vector<ProcessId> Remember(const Supervisor* sup) {
-  std::vector<ProcessId> ids;
-  if (!sup) return ids;
-  ids.push_back(sup->id);
-  if (Result<std::vector<ProcessInfo>> d = ListDescendants(sup->id.pid)) {
-    for (const ProcessInfo& p : d.value()) ids.push_back(p.id());
-  }
-  return ids;
-}
-
-// Waits for ix-stepd's own stop (its grace, plus a margin), then kills it.
-void AwaitSupervisor(Supervisor& sup, std::vector<ProcessId>& remembered) {
-  struct pollfd pfd{sup.pidfd, POLLIN, 0};
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (::poll(&pfd, 1, 100) <= 0 && std::chrono::steady_clock::now() < end) {
-  }
-  if (::poll(&pfd, 1, 0) <= 0) {
-    for (const ProcessId& id : Remember(&sup)) {
-      if (std::find(remembered.begin(), remembered.end(), id) == remembered.end()) remembered.push_back(id);
-    }
-    PidfdSendSignal(sup.pidfd, SIGKILL);
-    ::poll(&pfd, 1, 5000);
-  }
-  ::close(sup.pidfd);
-}
-
-// Stops ix-stepd's servers and waits for the stop, once per step,
-// remembering its tree (for the backstop) while it is still there.
-void StopSupervisor() {
-  if (g_stop_done) return;
-  g_stop_done = true;
-  Supervisor* sup = FindSupervisor();
-  g_remembered = Remember(sup);
-  StartStop();
-  if (sup) AwaitSupervisor(*sup, g_remembered);
-  g_supervisor.reset();
+// A failed part of a step across nodes ends the step on every node
+// (SIGTERM to all its tasks and processes, as scancel --signal would): a
+// node whose part never started, or whose engine hangs in a collective with
+// a dead peer, would otherwise keep srun waiting. Half a second first, so
+// that a failure the engines carry to the head themselves is recorded there.
+void EndStepEverywhere(spank_t sp) {
+  if (g_step_nodes <= 1 || !PartFailed()) return;
+  uint32_t job = 0, step = 0;
+  spank_get_item(sp, S_JOB_ID, &job);
+  spank_get_item(sp, S_JOB_STEPID, &step);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  slurm_error("inferencex: step %u.%u: this node's part failed: ending the step on every node", job, step);
+  if (Status k = SlurmSignalStep(job, step, SIGTERM); !k) slurm_error("inferencex: %s", k.error().message.c_str());
 }
 
 // The backstop: what outlived ix-stepd's stop is killed from here (the
@@ -531,17 +532,21 @@ void Backstop(const StepSetup& s, const std::string& agent_socket, const std::ve
 }  // namespace
 
 int SlurmstepdTaskExit(spank_t sp) {
-  if (!g_setup) return 0;
+  int local_tasks = 1;
+  spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
+  if (!g_setup) {
+    if (g_refusal && ++g_tasks_exited == local_tasks) EndStepEverywhere(sp);
+    return 0;
+  }
   // The servers outlive no client. Slurm 22.05's slurmstepd, once every
   // task is reaped (each through this hook), SIGKILLs the whole step
   // (proctrack) and only then runs `exit`: so the last local task's hook
   // is where ix-stepd's graceful stop must start and end, engines getting
   // their SIGTERM and grace, and "finished" written before that kill. srun
   // hears of the tasks' exits only after this hook returns.
-  int local_tasks = 1;
-  spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks);
   if (++g_tasks_exited < local_tasks) return 0;
-  StopSupervisor();
+  if (g_setup->plan.node_rank > 0) Stepd().AwaitOwnEnd();
+  Stepd().Stop();
   // A failure after readiness shows in srun only as "task 0: Killed", and
   // the run directory goes with the step: slurmd's log keeps the reason,
   // from the run directory's copy of failure.json, which is there even when
@@ -552,14 +557,15 @@ int SlurmstepdTaskExit(spank_t sp) {
     slurm_error("inferencex: step %s failed: %s (failure.json and logs in %s)", g_setup->step_id.c_str(), why->c_str(),
                 g_setup->result_dir.c_str());
   }
+  EndStepEverywhere(sp);
   return 0;
 }
 
 int SlurmstepdExit(spank_t /*sp*/, const PluginArgs& args) {
   if (!g_setup) return 0;
   const StepSetup& s = *g_setup;
-  StopSupervisor();  // done already, unless a task never reached task_exit
-  Backstop(s, args.agent_socket, g_remembered);
+  Stepd().Stop();  // done already, unless a task never reached task_exit
+  Backstop(s, args.agent_socket, Stepd().remembered());
   std::vector<PortLease> kept;
   if (Result<PortBroker> broker = OpenBroker(args); !broker) {
     slurm_error("inferencex: %s: cannot release ports: %s", s.step_id.c_str(), broker.error().message.c_str());
@@ -576,6 +582,7 @@ int SlurmstepdExit(spank_t /*sp*/, const PluginArgs& args) {
   RemoveStepDir(args.run_dir, s.step_id, g_backstop_fired);
   ::close(g_run_base_fd);
   g_run_base_fd = -1;
+  g_stepd_stop.reset();
   g_setup.reset();
   return 0;
 }

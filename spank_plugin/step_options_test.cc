@@ -37,7 +37,7 @@ TEST(StepOptions, InactiveWithoutOptions) {
 TEST(StepOptions, UnknownArmListsTheAllowedOnes) {
   StepOptions o;
   o.arm = "nope";
-  EXPECT_EQ(ErrorOf(o), "--inferencex-arm=nope: unknown arm; allowed: dep4, dep4-rankproc, tep4, tp4");
+  EXPECT_EQ(ErrorOf(o), "--inferencex-arm=nope: unknown arm; allowed: dep16, dep4, dep4-rankproc, tep4, tp4, tp8pp2");
   o.recipe = kRecipe;
   o.conc = 8;
   EXPECT_NE(ErrorOf(o).find("unknown arm for recipe dsv41flash-fp4-b300-vllm; allowed: tp4, tep4, dep4"),

@@ -158,7 +158,9 @@ EnvList TaskEnvironment(const StepSetup& s) {
     if (k == "PORT") public_port = v;
   }
   if (public_port == 0 && !s.plan.ports.empty()) public_port = s.plan.ports[0].second;
-  env.emplace_back("IX_ENDPOINT", "http://localhost:" + std::to_string(public_port));
+  const bool v6 = s.plan.head_addr.find(':') != std::string::npos;
+  const std::string host = s.plan.nodes <= 1 ? "localhost" : v6 ? "[" + s.plan.head_addr + "]" : s.plan.head_addr;
+  env.emplace_back("IX_ENDPOINT", "http://" + host + ":" + std::to_string(public_port));
   env.emplace_back("IX_PORT", std::to_string(public_port));
   for (const auto& [k, v] : s.plan.ports) env.emplace_back("IX_PORT_" + k, std::to_string(v));
   env.emplace_back("IX_RUN_DIR", s.run_dir);
@@ -166,6 +168,11 @@ EnvList TaskEnvironment(const StepSetup& s) {
   env.emplace_back("IX_RECIPE", s.plan.recipe);
   env.emplace_back("IX_ARM", s.plan.arm);
   env.emplace_back("IX_CONC", std::to_string(s.plan.conc));
+  if (s.plan.nodes > 1) {
+    env.emplace_back("IX_NODE_RANK", std::to_string(s.plan.node_rank));
+    env.emplace_back("IX_NODES", std::to_string(s.plan.nodes));
+    env.emplace_back("IX_HEAD_ADDR", s.plan.head_addr);
+  }
   env.insert(env.end(), s.plan.client_env.begin(), s.plan.client_env.end());
   return env;
 }

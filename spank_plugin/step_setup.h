@@ -24,7 +24,8 @@ namespace ix {
 struct StepSetup {
   std::string step_id;  // "JOB.STEP"
   std::string recipe_dir, recipe;
-  RenderRequest request;  // arm, conc, eval-only, leased ports
+  RenderRequest request;  // arm, conc, eval-only, leased ports (and step ports), node rank, head
+  PortList step_ports;    // across nodes: Slurm's reserved ports of the step, the same on every node
   LaunchPlan plan;
   std::vector<std::pair<std::string, BindingTarget>> bindings;
   std::vector<std::string> placement_notes;  // problems accepted under warn
@@ -80,7 +81,9 @@ std::vector<std::string> StepdArgv(const std::string& stepd_path, const StepSetu
 
 // What the tasks get: IX_ENDPOINT, IX_PORT, IX_PORT_<NAME>, IX_RUN_DIR,
 // IX_RESULT_DIR (inferencex-JOB.STEP in the working directory when the job
-// set none), IX_RECIPE/ARM/CONC, then the plan's client environment.
+// set none), IX_RECIPE/ARM/CONC, then the plan's client environment. In a
+// step across nodes IX_ENDPOINT is the head's front door by its address
+// (from every node), and IX_NODE_RANK, IX_NODES and IX_HEAD_ADDR are added.
 EnvList TaskEnvironment(const StepSetup& setup);
 
 // The `reason` of ix-stepd's failure.json, as one line for slurmd's log

@@ -148,6 +148,30 @@ TEST(StepSetup, TaskEnvironmentPointsTheClientAtThePublicPort) {
   EXPECT_EQ(get("AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID"), "1");
 }
 
+TEST(StepSetup, TaskEnvironmentAcrossNodesPointsEveryNodeAtTheHead) {
+  StepSetup s = Dep4Setup();
+  s.plan.nodes = 2;
+  s.plan.node_rank = 1;
+  s.plan.head_addr = "10.77.0.11";
+  EnvList env = TaskEnvironment(s);
+  auto get = [&](const std::string& k) {
+    for (const auto& [n, v] : env) {
+      if (n == k) return v;
+    }
+    return std::string("<unset>");
+  };
+  EXPECT_EQ(get("IX_ENDPOINT"), "http://10.77.0.11:21000");
+  EXPECT_EQ(get("IX_NODE_RANK"), "1");
+  EXPECT_EQ(get("IX_NODES"), "2");
+  EXPECT_EQ(get("IX_HEAD_ADDR"), "10.77.0.11");
+  s.plan.head_addr = "fd00::b";
+  env = TaskEnvironment(s);
+  EXPECT_EQ(get("IX_ENDPOINT"), "http://[fd00::b]:21000");
+  // One node: no node variables, the endpoint stays local.
+  env = TaskEnvironment(Dep4Setup());
+  EXPECT_EQ(get("IX_NODE_RANK"), "<unset>");
+  EXPECT_EQ(get("IX_ENDPOINT"), "http://localhost:21000");
+}
 
 // ---- PlaceStep: the strict/warn decisions of init_post_opt -------------------
 

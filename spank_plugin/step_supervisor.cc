@@ -182,7 +182,7 @@ std::string LogTail(int dir, const std::string& name, int lines) {
 }
 
 std::string FailureJson(const std::string& process, pid_t pid, const std::string& reason,
-                        const std::string& log_tail) {
+                        const std::string& log_tail, const std::string& node, int64_t node_rank) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   char when[32];
@@ -196,6 +196,10 @@ std::string FailureJson(const std::string& process, pid_t pid, const std::string
   w.Key("reason"); w.String(reason.c_str());
   w.Key("time"); w.String(when);
   w.Key("log_tail"); w.String(log_tail.c_str());
+  if (node_rank >= 0) {
+    w.Key("node"); w.String(node.c_str());
+    w.Key("node_rank"); w.Int64(node_rank);
+  }
   w.EndObject();
   return std::string(buf.GetString()) + "\n";
 }
@@ -265,7 +269,9 @@ class Supervision {
     // The record first: whoever sees the client die (srun, a test, the
     // sweep) finds failure.json already there.
     const std::string tail = failed_log_.empty() ? "" : LogTail(o_.result_dir_fd, failed_log_, 50);
-    const std::string json = FailureJson(failed_process_, failed_pid_, reason, tail);
+    const std::string json = plan_.nodes > 1
+                                 ? FailureJson(failed_process_, failed_pid_, reason, tail, o_.node_name, plan_.node_rank)
+                                 : FailureJson(failed_process_, failed_pid_, reason, tail);
     WriteIn(o_.run_dir_fd, o_.run_dir, "failure.json", json);
     WriteIn(o_.result_dir_fd, o_.result_dir, "failure.json", json);
     SetState(o_, "failed");
@@ -276,12 +282,31 @@ class Supervision {
     // output open until it ends.
     if (ready_) KillClientTrees(o_.client_pids);
     StopAll();
-    std::fprintf(stderr, "ix-stepd: step failed: %s\n", reason.c_str());
+    std::fprintf(stderr, "ix-stepd: step failed%s: %s\n", Where().c_str(), reason.c_str());
     std::string record = json;
     while (!record.empty() && record.back() == '\n') record.pop_back();
     events_.Send("failure", o_.step, {}, {{"failure", record}});
-    Report(ready_fd_, "failed: " + reason);
+    Report(ready_fd_, "failed" + Where() + ": " + reason);
     return 1;
+  }
+
+  // " on node NAME (rank K of N)" in a step across nodes, else "".
+  std::string Where() const {
+    if (plan_.nodes <= 1) return "";
+    return " on node " + o_.node_name + " (rank " + std::to_string(plan_.node_rank) + " of " +
+           std::to_string(plan_.nodes) + ")";
+  }
+
+  // A node after the head: the head ended the step (its engine said goodbye
+  // or the connection to it is gone). This node's part stops, and its local
+  // tasks, should any still run, go with it: the step is over.
+  int EndWithHead(const std::string& why) {
+    std::fprintf(stderr, "ix-stepd: %s: the head ended the step; stopping this node's part\n", why.c_str());
+    KillClientTrees(o_.client_pids);
+    StopAll();
+    SetState(o_, "finished");
+    events_.Send("finished", o_.step);
+    return 0;
   }
 
   // slurmstepd killed: nothing else would end the step (docs/STEP.md).
@@ -481,9 +506,14 @@ class Supervision {
       const auto& checks = started_[i].planned->readiness;
       if (checks.empty()) continue;
       ReadinessCheck health = checks[0];
-      health.kind = ReadinessTemplate::Kind::kHttpOk;
+      const bool joined = health.kind == ReadinessTemplate::Kind::kConnected;
+      if (!joined) health.kind = ReadinessTemplate::Kind::kHttpOk;
       const ProbeResult pr = prober_.Probe(health, po);
       misses[i] = pr.ready ? 0 : misses[i] + 1;
+      if (misses[i] >= o_.health_failures && joined) {
+        return EndWithHead("no connection to the head " + health.url + " for " + std::to_string(misses[i]) +
+                           " probes in a row");
+      }
       if (misses[i] >= o_.health_failures) {
         failed_process_ = started_[i].planned->name;
         failed_pid_ = started_[i].spawned.id.pid;
@@ -496,13 +526,34 @@ class Supervision {
   }
 
   // A watched server process (or a descendant seen at readiness) exited.
+  // On a node after the head, its engine's own exit with status 0 is the
+  // head's goodbye, not a failure.
   int ServerExited(const ProcessExit& x) {
+    if (plan_.node_rank > 0) {
+      if (std::optional<ProcessExit> root = GoodbyeFromHead(x)) return EndWithHead(root->Describe());
+    }
     failed_process_ = x.label;
     failed_pid_ = x.id.pid;
     for (const auto& s : started_) {
       if (x.label.rfind(s.planned->name, 0) == 0) failed_log_ = s.log;
     }
     return Fail(x.Describe());
+  }
+
+  // On a node after the head: whether `x` is part of the engine's normal
+  // end, its root process exiting with status 0. An EngineCore goes first
+  // when the engine winds down, so after a descendant's exit the root gets
+  // up to a second to follow; the exit that tells is returned.
+  std::optional<ProcessExit> GoodbyeFromHead(const ProcessExit& x) {
+    const auto clean = [](const ProcessExit& e) { return e.status_known && e.exited && e.exit_code == 0; };
+    if (x.status_known) return clean(x) ? std::optional<ProcessExit>(x) : std::nullopt;
+    const auto end = Clock::now() + std::chrono::seconds(1);
+    while (Clock::now() < end) {
+      Result<std::optional<ProcessExit>> e = watch_->Wait(std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()));
+      if (!e || !e.value()) break;
+      if (e.value()->status_known) return clean(*e.value()) ? e.value() : std::nullopt;
+    }
+    return std::nullopt;
   }
 
   // Liveness until the step ends: a stop (SIGTERM), the client's exit

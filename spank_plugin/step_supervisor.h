@@ -12,6 +12,13 @@
 // Events (started, placement, ready, failure, finished) go to the node
 // agent's socket when one is configured.
 //
+// On a node after the head of a multi-node step (plan.node_rank > 0) the
+// engine serves no API: it is ready once this node holds a TCP connection to
+// the head (kConnected), and its part ends normally, the local tasks with
+// it, when the engine exits with status 0 or that connection is gone for
+// `health_failures` probes (the head ended the step; the head reports its
+// own failures).
+//
 // Invariant: after Run returns, nothing it started is left running.
 #pragma once
 
@@ -61,6 +68,7 @@ struct SupervisorOptions {
   std::string sweep;         // the sweep and entry events belong to ("" / -1: none)
   int64_t entry = -1;
   std::vector<int> node_gpus;  // the step's GPUs (NVML indices) for the agent's gpu_metrics.csv
+  std::string node_name;       // this node, named in failure.json of a step across nodes
 };
 
 // Runs the step until a failure (the owner's death is one), until
@@ -71,9 +79,10 @@ int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& options,
                   volatile const sig_atomic_t* stop_requested);
 
 // failure.json: which process, pid, exit status or signal, why, the last
-// lines of its log, and the time.
+// lines of its log, and the time; in a step across nodes (node_rank >= 0)
+// also the node it happened on and its rank in the step.
 std::string FailureJson(const std::string& process, pid_t pid, const std::string& reason,
-                        const std::string& log_tail);
+                        const std::string& log_tail, const std::string& node = "", int64_t node_rank = -1);
 
 // Each engine's /metrics (the vLLM API servers: processes named engine or
 // engine-*), from the origin of its first readiness URL, for the agent's

@@ -38,7 +38,7 @@ done
 echo "ok: srun --help lists the options"
 
 # 2. Bad values fail in srun/sbatch before allocation, naming what is allowed.
-expect_refused "unknown arm" "inferencex: --inferencex-arm=nope: unknown arm; allowed: dep4, dep4-rankproc, tep4, tp4" \
+expect_refused "unknown arm" "inferencex: --inferencex-arm=nope: unknown arm; allowed: dep16, dep4, dep4-rankproc, tep4, tp4, tp8pp2" \
   srun --inferencex-arm=nope true
 expect_refused "unknown arm of the recipe" "unknown arm for recipe $RECIPE; allowed: tp4, tep4, dep4" \
   srun --inferencex-arm=tp9 --inferencex-recipe=$RECIPE --inferencex-conc=8 true
@@ -53,7 +53,7 @@ expect_refused "huge conc" "--inferencex-conc=4611686018427387904: expected a wh
   srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=4611686018427387904 true
 expect_refused "huge ready timeout" "--inferencex-ready-timeout=4294967296: expected a number of seconds from 1 to 604800" \
   srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=8 --inferencex-ready-timeout=4294967296 true
-expect_refused "sbatch unknown arm" "unknown arm; allowed: dep4, dep4-rankproc, tep4, tp4" \
+expect_refused "sbatch unknown arm" "unknown arm; allowed: dep16, dep4, dep4-rankproc, tep4, tp4, tp8pp2" \
   sbatch --inferencex-arm=nope --output=/dev/null --wrap true
 
 # 3. A valid combination passes srun's checks and runs (on the fake engine).
