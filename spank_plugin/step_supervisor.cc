@@ -298,11 +298,11 @@ class Supervision {
   }
 
   // A node after the head: the head ended the step (its engine said goodbye
-  // or the connection to it is gone). This node's part stops, and its local
-  // tasks, should any still run, go with it: the step is over.
+  // or the connection to it is gone). This node's part stops; its local
+  // tasks are left to end on their own, as the other tasks of a step are
+  // (a failure on the head ends them through Slurm: docs/MULTINODE.md).
   int EndWithHead(const std::string& why) {
     std::fprintf(stderr, "ix-stepd: %s: the head ended the step; stopping this node's part\n", why.c_str());
-    KillClientTrees(o_.client_pids);
     StopAll();
     SetState(o_, "finished");
     events_.Send("finished", o_.step);

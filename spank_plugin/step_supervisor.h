@@ -14,10 +14,10 @@
 //
 // On a node after the head of a multi-node step (plan.node_rank > 0) the
 // engine serves no API: it is ready once this node holds a TCP connection to
-// the head (kConnected), and its part ends normally, the local tasks with
-// it, when the engine exits with status 0 or that connection is gone for
-// `health_failures` probes (the head ended the step; the head reports its
-// own failures).
+// the head (kConnected), and its part ends normally (the local tasks run on)
+// when the engine exits with status 0 or that connection is gone for
+// `health_failures` probes: the head ended the step, and reports its own
+// failures.
 //
 // Invariant: after Run returns, nothing it started is left running.
 #pragma once

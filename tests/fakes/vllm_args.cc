@@ -190,9 +190,11 @@ Config parse_config(int argc, char** argv) {
   cfg.argv.assign(argv, argv + argc);
   handle_subcommand(argc, argv);
   std::vector<std::string> rest(argv + 2, argv + argc);
-  // argparse's store_true flags the fake reads or may meet before the model.
-  LooseArgs args = parse_loose(rest, {"--served-model-name"},
-                               {"--headless", "--data-parallel-hybrid-lb", "-dph", "--no-data-parallel-hybrid-lb",
+  // vLLM's nargs='+' flags (one NUMA node and one CPU list per GPU worker,
+  // vllm-project/vllm#38635), and argparse's store_true flags the fake
+  // reads or may meet before the model.
+  LooseArgs args = parse_loose(rest, {"--served-model-name", "--numa-bind-nodes", "--numa-bind-cpus"},
+                               {"--headless", "--numa-bind", "--data-parallel-hybrid-lb", "-dph", "--no-data-parallel-hybrid-lb",
                                 "--data-parallel-external-lb", "-dpe", "--no-data-parallel-external-lb",
                                 "--enable-expert-parallel", "-ep", "--no-enable-expert-parallel"});
   read_model(args, cfg);

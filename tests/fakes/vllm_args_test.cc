@@ -41,6 +41,16 @@ TEST(VllmArgs, ModelNamesPortAndLength) {
   EXPECT_EQ(d.max_model_len, 8192);
 }
 
+// vLLM's per-worker NUMA flags take one value per GPU worker (nargs='+'),
+// as the plugin appends them when one engine's ranks span NUMA nodes.
+TEST(VllmArgs, PerWorkerNumaFlagsTakeAValuePerWorker) {
+  Config c = Parse({"serve", "/m", "-dp", "4", "--numa-bind", "--numa-bind-nodes", "0", "0", "1", "1",
+                    "--numa-bind-cpus", "0-15", "16-31", "64-79", "80-95", "--port", "9001"});
+  EXPECT_EQ(c.model_path, "/m");
+  EXPECT_EQ(c.port, 9001);
+  EXPECT_EQ(c.layout.local_ranks, (std::vector<int>{0, 1, 2, 3}));
+}
+
 TEST(VllmArgs, DataParallelLayouts) {
   EXPECT_EQ(Parse({"serve", "/m"}).layout.local_ranks, std::vector<int>{0});
   EXPECT_EQ(Parse({"serve", "/m", "-dp", "4"}).layout.local_ranks, (std::vector<int>{0, 1, 2, 3}));

@@ -14,7 +14,8 @@
 #   PATH  IX_FAKES_BIN_DIR first, so recipes run the fake engine/router/client.
 #
 # What it defines: fail ok now_ms ix_require_env ix_tagged ix_servers
-# ix_listening ix_leases check_clean ix_finish. Safe under set -e: the
+# ix_listening ix_leases check_clean ix_finish, and for a cluster of several
+# nodes of the script's own: ix_nodes_start, lc, ix_nodes_stop. Safe under set -e: the
 # checks count failures, they do not return them. Needs root (reads other
 # users' /proc/PID/environ) and what the CTest fixture exports.
 
@@ -102,6 +103,51 @@ check_clean() {
     done
   fi
   return 0
+}
+
+# ix_nodes_start N: a cluster of N nodes of this script's own
+# (scripts/local-cluster.sh start --nodes N) in a new directory, on a free
+# controller port pair and an unused /24 of 10.77.250-254.0/24 (never the
+# CTest fixture's cluster), with Slurm's reserved ports MPI_LO-MPI_HI; the
+# plugin as the fixture loads it. Sets dir, net, ctld and exports
+# SLURM_CONF; `lc ARGS` runs local-cluster.sh on it; an EXIT trap stops it
+# (ix_nodes_stop; a script that stopped it itself sets _ix_nodes_stopped=1).
+# Exits the script when the cluster cannot start.
+MPI_LO=30000 MPI_HI=30999
+ix_nodes_start() {
+  local n=$1 c t0
+  _ix_port_free() { [[ -z $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
+  for ctld in 16857 16867 16877 16887; do
+    _ix_port_free "$ctld" && _ix_port_free $((ctld + 1)) && break
+  done
+  net=
+  for c in 250 251 252 253 254; do
+    if ! ip -4 -o addr show | grep -q " 10\.77\.$c\." && ! ip -4 route show | grep -q "^10\.77\.$c\."; then
+      net=10.77.$c; break
+    fi
+  done
+  [[ -n $net ]] || { echo "FAIL: no free /24 among 10.77.250-254.0/24"; exit 1; }
+  dir=$(mktemp -d /tmp/ixmn.XXXXXX)
+  export IX_SLURMCTLD_PORT=$ctld IX_SLURMD_PORT=$((ctld + 1)) IX_NODE_NET=$net.0/24
+  export IX_MPI_PORTS=$MPI_LO-$MPI_HI SLURM_CONF=$dir/etc/slurm.conf
+  unset IX_CLUSTER_DIR
+  _ix_nodes_stopped=0
+  trap ix_nodes_stop EXIT
+  t0=$(now_ms)
+  lc --nodes "$n" start || { echo "FAIL: start --nodes $n"; exit 1; }
+  ok "started $n nodes in $(($(now_ms) - t0)) ms ($dir, controller port $ctld, $net.0/24)"
+}
+lc() { "${IX_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)}/scripts/local-cluster.sh" --dir "$dir" "$@"; }
+# ix_nodes_stop: stops the cluster once; its directory stays when stop
+# fails (it holds what a later stop needs, and the logs).
+ix_nodes_stop() {
+  [[ -n ${dir:-} ]] || return 0
+  if [[ $_ix_nodes_stopped -eq 1 ]] || lc stop >/dev/null 2>&1 || lc stop; then
+    _ix_nodes_stopped=1
+    rm -rf "$dir"
+  else
+    echo "FAIL: the cluster in $dir did not stop; kept for 'scripts/local-cluster.sh --dir $dir stop'"
+  fi
 }
 
 # ix_finish NAME: the script's verdict from the failure count; exits.

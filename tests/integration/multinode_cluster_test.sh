@@ -19,44 +19,8 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root (namespaces, veths, a Slurm cluster)"; exit 77; }
-SRC=${IX_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)}
-LC=$SRC/scripts/local-cluster.sh
 NODES=3
-MPI_LO=30000 MPI_HI=30999
-
-# A free controller port pair and an unused /24 (others may run clusters).
-port_free() { [[ -z $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
-for ctld in 16857 16867 16877 16887; do
-  port_free "$ctld" && port_free $((ctld + 1)) && break
-done
-net=
-for c in 250 251 252 253 254; do
-  if ! ip -4 -o addr show | grep -q " 10\.77\.$c\." && ! ip -4 route show | grep -q "^10\.77\.$c\."; then
-    net=10.77.$c; break
-  fi
-done
-[[ -n $net ]] || { echo "FAIL: no free /24 among 10.77.250-254.0/24"; exit 1; }
-
-dir=$(mktemp -d /tmp/ixmn.XXXXXX)
-export IX_SLURMCTLD_PORT=$ctld IX_SLURMD_PORT=$((ctld + 1)) IX_NODE_NET=$net.0/24
-export IX_MPI_PORTS=$MPI_LO-$MPI_HI SLURM_CONF=$dir/etc/slurm.conf
-unset IX_CLUSTER_DIR
-lc() { "$LC" --dir "$dir" "$@"; }
-stopped=0
-# The directory stays when stop fails: it holds what a later stop needs
-# (run/nodes: the node count and network) and the logs.
-cleanup() {
-  if [[ $stopped -eq 1 ]] || lc stop >/dev/null 2>&1 || lc stop; then
-    rm -rf "$dir"
-  else
-    echo "FAIL: the cluster in $dir did not stop; kept for '$LC --dir $dir stop'"
-  fi
-}
-trap cleanup EXIT
-
-t0=$(now_ms)
-lc --nodes "$NODES" start || { echo "FAIL: start --nodes $NODES"; exit 1; }
-ok "started $NODES nodes in $(($(now_ms) - t0)) ms ($dir, controller port $ctld, $net.0/24)"
+ix_nodes_start "$NODES"
 
 # 1. Every node idle, each with its own NodeAddr.
 states=$(sinfo -h -N -o '%N %t' | sort -u | tr '\n' ' ')
@@ -150,7 +114,7 @@ done
 [[ ${#ns[@]} -eq 9 ]] || fail "expected 9 namespaces of 3 nodes (net, mnt, uts), got: ${!ns[*]}"
 hex=$(printf '%02x%02x%02x' ${net//./ })
 t0=$(now_ms)
-lc stop && stopped=1 || fail "stop failed"
+lc stop && _ix_nodes_stopped=1 || fail "stop failed"
 ok "stopped in $(($(now_ms) - t0)) ms"
 left=
 for f in /proc/[0-9]*/ns/net /proc/[0-9]*/ns/mnt /proc/[0-9]*/ns/uts; do
