@@ -108,7 +108,8 @@ TEST_F(NodesPlanTest, Dep16HeadServesTheApiBehindTheRouter) {
   EXPECT_EQ(Get(p.variables, "DP_LOCAL"), "8");
   EXPECT_EQ(Get(p.variables, "DP_START_RANK"), "0");
   EXPECT_EQ(Get(p.variables, "NODES"), "2");
-  EXPECT_EQ(Get(p.client_env, "AIPERF_SERVER_URL"), "http://localhost:30000");
+  // The head by its address, so the same URL is right on every node.
+  EXPECT_EQ(Get(p.client_env, "AIPERF_SERVER_URL"), "http://10.0.0.1:30000");
   ASSERT_EQ(p.host_memory.size(), 1u);
   EXPECT_EQ(p.host_memory[0].count, 8);  // this node's ranks: 1512 GiB, 756 GiB per socket
   EXPECT_EQ(p.host_memory[0].total_bytes, 8 * 189 * kGiB);
