@@ -71,8 +71,24 @@ std::vector<std::string> DescribeImages(const SweepManifest& m, const PathExists
   return out;
 }
 
+const char kHeadOnlyScript[] =
+    "[ \"${SLURM_NODEID:-0}\" = 0 ] && [ \"${IX_NODE_RANK:-0}\" = 0 ] || exit 0; exec \"$@\"";
+
+std::vector<std::string> HeadOnly(const std::vector<std::string>& client) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", kHeadOnlyScript, "ix-head-only"};
+  argv.insert(argv.end(), client.begin(), client.end());
+  return argv;
+}
+
 std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists) {
-  std::vector<std::string> argv = {"srun", "--ntasks=1", "--gres=gpu:" + std::to_string(e.gpus)};
+  std::vector<std::string> argv = {"srun"};
+  if (e.nodes > 1) {
+    // One task per node; a task that fails ends the step on every node.
+    argv.insert(argv.end(), {"-N" + std::to_string(e.nodes), "--ntasks-per-node=1", "--kill-on-bad-exit=1"});
+  } else {
+    argv.push_back("--ntasks=1");
+  }
+  argv.push_back("--gres=gpu:" + std::to_string(e.gpus));
   if (m.container.enabled && !e.image.empty()) {
     for (std::string& a : ContainerSrunArgs(m.container, e.image, e.model_path, TaskResultDir(m, e.index), exists)) {
       argv.push_back(std::move(a));
@@ -82,7 +98,8 @@ std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry
   argv.push_back("--inferencex-arm=" + e.arm);
   argv.push_back("--inferencex-conc=" + std::to_string(e.conc));
   if (e.eval_only) argv.push_back("--inferencex-eval-only");
-  argv.insert(argv.end(), m.client.begin(), m.client.end());
+  const std::vector<std::string> client = e.nodes > 1 ? HeadOnly(m.client) : m.client;
+  argv.insert(argv.end(), client.begin(), client.end());
   return argv;
 }
 

@@ -34,9 +34,18 @@ Status CheckSweepContainers(const SweepManifest& m, const MasterConfig& config);
 // steps will use, or why they import the image through Pyxis.
 std::vector<std::string> DescribeImages(const SweepManifest& m, const PathExists& exists);
 
-// The argv of entry `e`'s step: srun --ntasks=1 --gres=gpu:G, Pyxis's
-// options when the sweep uses containers and the entry has an image, the
-// plugin's --inferencex-* options, the client.
+// The argv of entry `e`'s step: srun --ntasks=1 --gres=gpu:G (across nodes:
+// srun -NN --ntasks-per-node=1 --kill-on-bad-exit=1 --gres=gpu:G, G per
+// node), Pyxis's options when the sweep uses containers and the entry has an
+// image, the plugin's --inferencex-* options, the client. Across nodes the
+// client is wrapped by HeadOnly, so it runs on the head only.
 std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists);
+
+// `client` run on a step's head only: /bin/sh -c SCRIPT ix-head-only
+// CLIENT..., where the fixed SCRIPT exits 0 on a node whose SLURM_NODEID
+// or IX_NODE_RANK is not 0 and execs CLIENT otherwise. The client's words
+// are the script's arguments ("$@"), never shell text; /bin/sh is in every
+// container image, where ixsubmit is not.
+std::vector<std::string> HeadOnly(const std::vector<std::string>& client);
 
 }  // namespace ix

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +96,7 @@ void WriteJob(JsonWriter& w, const PlannedJob& j) {
   w.Key("bucket"); String(w, j.bucket);
   w.Key("canary"); w.Bool(j.canary);
   w.Key("gpus"); w.Int64(j.gpus);
+  w.Key("nodes"); w.Int64(j.nodes);
   w.Key("depends_on"); String(w, j.depends_on);
   w.Key("entries");
   w.StartArray();
@@ -114,11 +116,25 @@ void WriteEntry(JsonWriter& w, const PlannedEntry& e) {
   w.Key("arm"); String(w, e.arm);
   w.Key("conc"); w.Int64(e.conc);
   w.Key("gpus"); w.Int64(e.gpus);
+  w.Key("nodes"); w.Int64(e.nodes);
   w.Key("eval_only"); w.Bool(e.eval_only);
   w.Key("image"); String(w, e.image);
   w.Key("model_path"); String(w, e.model_path);
   w.Key("router_version"); String(w, e.router_version);
   w.Key("entry"); w.RawValue(e.entry_json.c_str(), e.entry_json.size(), rapidjson::kObjectType);
+  w.EndObject();
+}
+
+void WriteSkipped(JsonWriter& w, const SkippedEntry& s) {
+  w.StartObject();
+  w.Key("config_key"); String(w, s.config_key);
+  w.Key("where"); String(w, s.where);
+  w.Key("path"); String(w, s.path);
+  w.Key("concs");
+  w.StartArray();
+  for (int64_t c : s.concs) w.Int64(c);
+  w.EndArray();
+  w.Key("reason"); String(w, s.reason);
   w.EndObject();
 }
 
@@ -149,6 +165,11 @@ std::string ManifestJson(const SweepManifest& m) {
   w.StartArray();
   for (const PlannedEntry& e : m.plan.entries) WriteEntry(w, e);
   w.EndArray();
+  // What the selection held that the sweep does not run, and why.
+  w.Key("skipped");
+  w.StartArray();
+  for (const SkippedEntry& sk : m.plan.skipped) WriteSkipped(w, sk);
+  w.EndArray();
   w.EndObject();
   return buf.GetString();
 }
@@ -172,6 +193,7 @@ PlannedJob ReadJob(const Fields& f) {
   job.bucket = f.Str("bucket");
   job.canary = f.Bool("canary");
   job.gpus = f.Int("gpus");
+  job.nodes = std::max<int64_t>(1, f.Int("nodes"));  // absent before multi-node arms: one node
   job.depends_on = f.Str("depends_on");
   if (f.o.HasMember("entries") && f.o["entries"].IsArray()) {
     for (const auto& x : f.o["entries"].GetArray()) job.entries.push_back(x.IsInt64() ? x.GetInt64() : -1);
@@ -190,6 +212,7 @@ PlannedEntry ReadEntry(const Fields& f) {
   p.arm = f.Str("arm");
   p.conc = f.Int("conc");
   p.gpus = f.Int("gpus");
+  p.nodes = std::max<int64_t>(1, f.Int("nodes"));
   p.eval_only = f.Bool("eval_only");
   p.image = f.Str("image");
   p.model_path = f.Str("model_path");
@@ -201,6 +224,16 @@ PlannedEntry ReadEntry(const Fields& f) {
     p.entry_json.assign(buf.GetString(), buf.GetSize());
   }
   return p;
+}
+
+SkippedEntry ReadSkipped(const Fields& f) {
+  SkippedEntry s{f.Str("config_key"), f.Str("where"), f.Str("path"), {}, f.Str("reason")};
+  if (f.o.HasMember("concs") && f.o["concs"].IsArray()) {
+    for (const auto& x : f.o["concs"].GetArray()) {
+      if (x.IsInt64()) s.concs.push_back(x.GetInt64());
+    }
+  }
+  return s;
 }
 
 // Each element of the array `list` (field `name` of `path`) read into
@@ -324,15 +357,21 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     return p;
   };
   if (Status s = ReadObjects(d["entries"], "entries", path, m.plan.entries, read_entry); !s) return s.error();
+  if (d.HasMember("skipped") && d["skipped"].IsArray()) {
+    const auto read_skipped = [](const Fields& f) -> Result<SkippedEntry> { return ReadSkipped(f); };
+    if (Status s = ReadObjects(d["skipped"], "skipped", path, m.plan.skipped, read_skipped); !s) return s.error();
+  }
   if (Status checked = CheckJobs(m, path); !checked) return checked.error();
   return m;
 }
 
 std::vector<std::string> SbatchArgs(const SweepManifest& m, const PlannedJob& job, const SubmitSettings& s,
                                     int64_t depends_on_job_id) {
-  std::vector<std::string> a = {"--job-name=" + JobName(m, job), "--nodes=1", "--ntasks=1",
-                                "--gres=gpu:" + std::to_string(job.gpus),
-                                "--chdir=" + m.sweep_dir};
+  // A job across nodes: its step runs one task per node (srun -N ...
+  // --ntasks-per-node=1, StepSrunArgv); --gres is per node.
+  std::vector<std::string> a = {"--job-name=" + JobName(m, job), "--nodes=" + std::to_string(job.nodes),
+                                job.nodes > 1 ? "--ntasks-per-node=1" : "--ntasks=1",
+                                "--gres=gpu:" + std::to_string(job.gpus), "--chdir=" + m.sweep_dir};
   if (job.canary) {
     a.push_back("--output=" + m.sweep_dir + "/logs/%x_%j.out");
   } else {

@@ -1,7 +1,8 @@
 // SweepFiles: the sweep directory, which holds everything a sweep's jobs
 // need and leave behind: sweep.json (the plan: entries with recipe, arm,
-// concurrency and image, the client command, fail-fast, the sbatch and
-// container settings), one batch script per job,
+// concurrency, image and node count, the client command, fail-fast, the
+// sbatch and container settings, and the multinode entries "skipped" with
+// their reasons), one batch script per job,
 // logs/ (Slurm's %x_%A_%a output files) and results/INDEX/ (each entry's
 // step results, status.json). The array tasks read sweep.json by
 // SLURM_ARRAY_TASK_ID, so the sweep directory must be on a file system the
@@ -74,7 +75,9 @@ Result<SweepManifest> ReadSweepManifest(const std::string& sweep_dir);
 // The same from the text of a sweep.json; `where` names it in errors.
 Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::string& where);
 
-// sbatch's arguments for one job (without --parsable and the script), the
+// sbatch's arguments for one job (without --parsable and the script):
+// --nodes=N with --ntasks=1 on one node, --ntasks-per-node=1 across nodes,
+// --gres=gpu:G per node; the
 // dependency given as the canary's job id (0 = none; < 0 = a placeholder,
 // for --dry-run).
 std::vector<std::string> SbatchArgs(const SweepManifest& m, const PlannedJob& job, const SubmitSettings& s,

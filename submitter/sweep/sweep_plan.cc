@@ -5,6 +5,7 @@
 #include "core/recipe/launch_plan.h"
 #include "core/matrix/matrix_json.h"
 #include "core/yaml/yaml_reader.h"
+#include "submitter/sweep/multinode_arm.h"
 
 namespace ix {
 
@@ -30,7 +31,15 @@ std::string BucketOfJobKey(const std::string& key) {
   return key.substr(7, key.find('#') == std::string::npos ? std::string::npos : key.find('#') - 7);
 }
 
+std::string SkippedEntry::Describe() const {
+  std::string c;
+  for (int64_t v : concs) c += (c.empty() ? "" : ", ") + std::to_string(v);
+  return config_key + " (" + where + ", " + path + ") conc [" + c + "]: " + reason;
+}
+
 std::string ArmFor(const SearchSpaceEntry& ss) {
+  // A multinode row has no top-level tp: its worker is under prefill.
+  if (ss.tp == 0 && ss.prefill.tp > 0) return MultinodeArmName(ss.prefill);
   const std::string n = std::to_string(ss.tp);
   if (ss.dp_attn) return "dep" + n;
   if (ss.ep > 1) return "tep" + n;
@@ -50,10 +59,6 @@ struct PlanContext {
 
 // The recipe that serves `e`'s config key; an error listing what is served.
 Result<const Recipe*> RecipeFor(const PlanContext& ctx, const MatrixEntry& e) {
-  if (e.multinode()) {
-    return Error{"config '" + e.config->key + "' is multinode (" + e.config->Where() +
-                 "); ixsubmit sweep runs single-node entries only"};
-  }
   const std::map<std::string, std::string>& by_key = ctx.index.by_key;
   auto r = by_key.find(e.config->key);
   if (r == by_key.end()) {
@@ -66,9 +71,22 @@ Result<const Recipe*> RecipeFor(const PlanContext& ctx, const MatrixEntry& e) {
   return &ctx.index.recipes.at(r->second);
 }
 
-// `e` planned with `recipe`: its arm, GPUs, image and model path; an arm
-// the recipe lacks or a concurrency it refuses is an error.
-Status FillEntry(const MatrixEntry& e, const Recipe& recipe, PlannedEntry& p) {
+// Whether `recipe` renders `arm` at `conc`: a concurrency the recipe
+// refuses (dep4 at an odd one) is found here, not an hour into the sweep.
+Status CheckRenders(const Recipe& recipe, const std::string& arm, int64_t conc, bool eval_only) {
+  RenderRequest req;
+  req.arm = arm;
+  req.conc = conc;
+  req.eval_only = eval_only;
+  Result<LaunchPlan> rendered = RenderDryRun(recipe, req);
+  if (!rendered) return rendered.error();
+  return Ok{};
+}
+
+// `e` planned with `recipe` at concurrency `conc`: its arm, GPUs, nodes,
+// image and model path; an arm the recipe lacks (or, for a single-node
+// entry, one across nodes) or a concurrency it refuses is an error.
+Status FillEntry(const MatrixEntry& e, int64_t conc, const Recipe& recipe, PlannedEntry& p) {
   p.config_key = e.config->key;
   p.recipe = recipe.name;
   p.arm = ArmFor(*e.ss);
@@ -77,17 +95,16 @@ Status FillEntry(const MatrixEntry& e, const Recipe& recipe, PlannedEntry& p) {
     return Error{"config '" + e.config->key + "' (" + e.config->Where() + ", " + e.ss->path + ") needs arm " +
                  p.arm + ", which recipe " + recipe.name + " does not have; arms: " + JoinNames(recipe.ArmNames())};
   }
-  p.conc = e.conc;
+  if (!e.multinode() && arm->nodes > 1) {
+    return Error{"config '" + e.config->key + "' (" + e.config->Where() + ", " + e.ss->path + ") is single-node, but arm " +
+                 p.arm + " of recipe " + recipe.name + " spans " + std::to_string(arm->nodes) + " nodes"};
+  }
+  p.conc = conc;
   p.gpus = arm->gpus;
-  // A concurrency the recipe refuses (dep4 at an odd one) fails here, not
-  // an hour into the sweep.
-  RenderRequest req;
-  req.arm = p.arm;
-  req.conc = p.conc;
-  req.eval_only = e.eval_only;
-  if (Result<LaunchPlan> rendered = RenderDryRun(recipe, req); !rendered) {
+  p.nodes = arm->nodes;
+  if (Status s = CheckRenders(recipe, p.arm, p.conc, e.eval_only); !s) {
     return Error{"config '" + e.config->key + "' (" + e.ss->path + ") at concurrency " + std::to_string(p.conc) +
-                 ": " + rendered.error().message};
+                 ": " + s.error().message};
   }
   p.eval_only = e.eval_only;
   p.image = e.config->image;
@@ -102,33 +119,79 @@ Status FillEntry(const MatrixEntry& e, const Recipe& recipe, PlannedEntry& p) {
   return Ok{};
 }
 
-// Plans `e` as the next entry of `job` and of the plan.
-Status AddEntry(const PlanContext& ctx, const MatrixEntry& e, PlannedJob& job) {
-  Result<const Recipe*> recipe = RecipeFor(ctx, e);
+// One array task to be: a matrix entry at one of its concurrencies.
+struct WorkItem {
+  const MatrixEntry* e = nullptr;
+  int64_t conc = 0;
+};
+
+// Plans `item` as the next entry of `job` and of the plan.
+Status AddEntry(const PlanContext& ctx, const WorkItem& item, PlannedJob& job) {
+  Result<const Recipe*> recipe = RecipeFor(ctx, *item.e);
   if (!recipe) return recipe.error();
   PlannedEntry p;
   p.index = static_cast<int64_t>(ctx.plan.entries.size());
   p.job_key = job.key;
   p.array_index = static_cast<int64_t>(job.entries.size());
   p.bucket = job.bucket;
-  if (Status s = FillEntry(e, *recipe.value(), p); !s) return s;
+  if (Status s = FillEntry(*item.e, item.conc, *recipe.value(), p); !s) return s;
   job.entries.push_back(p.index);
   job.gpus = std::max(job.gpus, p.gpus);
+  job.nodes = std::max(job.nodes, p.nodes);
   ctx.plan.entries.push_back(std::move(p));
   return Ok{};
+}
+
+// A multinode entry's array tasks, one per concurrency (the step serves
+// one concurrency: the plugin renders the engine for it, and the result is
+// one per concurrency), or the entry in `skipped` with why it cannot run.
+void AddMultinodeItems(const PlanContext& ctx, const MatrixEntry& e, std::vector<WorkItem>& items) {
+  SkippedEntry skip{e.config->key,
+                    e.config->file + ":" + std::to_string(e.ss->line) + ":" + std::to_string(e.ss->column),
+                    e.ss->path, {}, ""};
+  const auto skipped = [&](std::vector<int64_t> concs, std::string reason) {
+    skip.concs = std::move(concs);
+    skip.reason = std::move(reason);
+    ctx.plan.skipped.push_back(skip);
+  };
+  Result<MultinodeShape> shape = AggregatedShape(*e.config, *e.ss);
+  if (!shape) return skipped(e.concs, shape.error().message);
+  auto r = ctx.index.by_key.find(e.config->key);
+  if (r == ctx.index.by_key.end()) {
+    return skipped(e.concs, "no recipe in " + ctx.recipe_dir + " serves config key '" + e.config->key + "' (needs arm " +
+                                shape.value().arm + ", " + shape.value().Describe() + ")");
+  }
+  const Recipe& recipe = ctx.index.recipes.at(r->second);
+  if (Status s = CheckMultinodeArm(shape.value(), recipe); !s) return skipped(e.concs, s.error().message);
+  for (int64_t conc : e.concs) {
+    if (Status s = CheckRenders(recipe, shape.value().arm, conc, e.eval_only); !s) {
+      skipped({conc}, "arm " + shape.value().arm + " of recipe " + recipe.name + " at concurrency " +
+                          std::to_string(conc) + ": " + s.error().message);
+      continue;
+    }
+    items.push_back({&e, conc});
+  }
 }
 
 // One array per bucket, or several when the bucket has more entries than
 // Slurm's MaxArraySize allows: bucket:NAME, bucket:NAME#2, ...
 Status AddBucket(const PlanContext& ctx, const std::string& name, const std::vector<MatrixEntry>& entries,
                  const std::string& depends_on) {
+  std::vector<WorkItem> items;
+  for (const MatrixEntry& e : entries) {
+    if (e.multinode()) {
+      AddMultinodeItems(ctx, e, items);
+    } else {
+      items.push_back({&e, e.conc});
+    }
+  }
   const size_t most = static_cast<size_t>(ctx.max_array_size);
-  for (size_t first = 0, part = 1; first < entries.size(); first += most, ++part) {
+  for (size_t first = 0, part = 1; first < items.size(); first += most, ++part) {
     const std::string key = "bucket:" + name + (part > 1 ? "#" + std::to_string(part) : "");
-    PlannedJob job{key, name, false, {}, 0, depends_on};
-    const size_t end = std::min(entries.size(), first + most);
+    PlannedJob job{key, name, false, {}, 0, depends_on, 1};
+    const size_t end = std::min(items.size(), first + most);
     for (size_t i = first; i < end; ++i) {
-      if (Status s = AddEntry(ctx, entries[i], job); !s) return s;
+      if (Status s = AddEntry(ctx, items[i], job); !s) return s;
     }
     ctx.plan.jobs.push_back(std::move(job));
   }
@@ -151,8 +214,8 @@ Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const 
     CanaryChoice c = ChooseCanary(buckets);
     rest = std::move(c.remaining);
     if (c.canary) {
-      PlannedJob job{"canary", "canary", true, {}, 0, ""};
-      if (Status s = AddEntry(ctx, *c.canary, job); !s) return s.error();
+      PlannedJob job{"canary", "canary", true, {}, 0, "", 1};
+      if (Status s = AddEntry(ctx, {&*c.canary, c.canary->conc}, job); !s) return s.error();
       plan.jobs.push_back(std::move(job));
     }
   }
@@ -172,7 +235,11 @@ Result<SweepPlan> PlanSweep(SweepMode mode, const MatrixBuckets& buckets, const 
   for (const auto& [name, entries] : evals) {
     if (Status s = AddBucket(ctx, name, *entries, depends_on); !s) return s.error();
   }
-  if (plan.entries.empty()) return Error{"the selection has no entries to run"};
+  if (plan.entries.empty()) {
+    std::string why;
+    for (const SkippedEntry& s : plan.skipped) why += "\n  skipped: " + s.Describe();
+    return Error{"the selection has no entries to run" + (why.empty() ? std::string() : ":" + why)};
+  }
   return plan;
 }
 

@@ -175,6 +175,17 @@ void WriteAgg(const SweepManifest& m, const PlannedEntry& e, const std::string& 
 
 }  // namespace
 
+int64_t StepNodeRank() {
+  for (const char* name : {"IX_NODE_RANK", "SLURM_NODEID"}) {
+    const std::string v = Env(name);
+    if (v.empty()) continue;
+    char* end = nullptr;
+    const long long rank = std::strtoll(v.c_str(), &end, 10);
+    if (end && *end == '\0' && rank > 0) return rank;
+  }
+  return 0;
+}
+
 std::optional<TaskStatus> ReadTaskStatus(const std::string& dir, const std::string& sweep_id) {
   int err = 0;
   const std::string text = ReadFileText(dir + "/status.json", &err);
@@ -198,6 +209,14 @@ std::optional<TaskStatus> ReadTaskStatus(const std::string& dir, const std::stri
 int RunTaskCommand(const std::vector<std::string>& args) {
   std::string dir, key;
   if (std::optional<int> usage = ParseTaskArgs(args, dir, key)) return *usage;
+  // A node after the head of a step across nodes: the head's task runs the
+  // client and writes the entry's files; the plugin keeps this node's part
+  // of the engine up until the head ends (docs/SWEEP.md).
+  if (const int64_t rank = StepNodeRank(); rank > 0) {
+    std::printf("ixsubmit task: node rank %lld of a step across nodes: nothing to run here (the head runs the "
+                "client)\n", static_cast<long long>(rank));
+    return 0;
+  }
   Result<SweepManifest> m = ReadSweepManifest(dir);
   if (!m) return std::cerr << "ixsubmit task: " << m.error().message << "\n", 1;
   const PlannedJob* job = nullptr;

@@ -7,6 +7,8 @@
 // failure.json reason). Under fail-fast a failed task cancels the rest of
 // its own array (pending and running, never itself) before it exits, so the
 // bucket stops even when the submitter is gone. Exits with srun's status.
+// On a node after the head of a step across nodes (StepNodeRank() > 0) it
+// runs nothing, writes nothing and exits 0: the head's task is the entry's.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,11 @@ struct TaskStatus {
 // The status.json in `dir`, when a task of sweep `sweep_id` wrote one that
 // parses (one of another sweep that used the directory is not).
 std::optional<TaskStatus> ReadTaskStatus(const std::string& dir, const std::string& sweep_id);
+
+// This node's rank in a step across nodes: IX_NODE_RANK (the plugin's),
+// else SLURM_NODEID, when a positive integer; 0 (the head, or not such a
+// step) otherwise.
+int64_t StepNodeRank();
 
 int RunTaskCommand(const std::vector<std::string>& args);
 
