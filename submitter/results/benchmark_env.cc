@@ -75,7 +75,7 @@ Result<EnvVars> BenchmarkEnvironment(const PlannedEntry& e, const std::string& r
   put("CONC", need("conc"));
   put("SPEC_DECODING", need("spec-decoding"));
   put("DISAGG", Field(d, "disagg").value_or("false"));
-  put("IS_MULTINODE", "false");
+  put("IS_MULTINODE", e.nodes > 1 ? "true" : "false");  // a step across nodes (InferenceX: multinode)
   put("RUN_EVAL", Field(d, "run-eval").value_or("false"));
   put("EVAL_ONLY", e.eval_only ? "true" : "false");
   put("SCENARIO_TYPE", agentic ? "agentic-coding" : "fixed-seq-len");

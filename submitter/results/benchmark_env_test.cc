@@ -32,6 +32,14 @@ TEST(BenchmarkEnvironment, NamesTheRunAsInferenceXsWorkflowDoes) {
   EXPECT_TRUE(HasAggResult(env.value()));
 }
 
+TEST(BenchmarkEnvironment, AStepAcrossNodesIsMultinode) {
+  PlannedEntry e = Dep4Entry();
+  e.nodes = 2;
+  Result<EnvVars> env = BenchmarkEnvironment(e, "node1");
+  ASSERT_TRUE(env) << env.error().message;
+  EXPECT_EQ(EnvValue(env.value(), "IS_MULTINODE"), "true");
+}
+
 TEST(BenchmarkEnvironment, AddsTheRecipeFingerprintAndOmitsTheRouterWithoutOne) {
   PlannedEntry e = Dep4Entry();
   e.router_version.clear();
