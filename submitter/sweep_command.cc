@@ -416,9 +416,20 @@ int SubmitAndWatch(const SweepCommandLine& c, const PlannedSweep& p, SweepStore&
   return driver.Watch();
 }
 
+// What the selection held that the sweep does not run (sweep.json keeps
+// the same list under "skipped"): said before anything is submitted.
+void PrintSkipped(const SweepPlan& plan) {
+  for (const SkippedEntry& s : plan.skipped) std::printf("sweep: skipped %s\n", s.Describe().c_str());
+  if (!plan.skipped.empty()) {
+    std::printf("sweep: %zu skipped (not submitted; kept in sweep.json under \"skipped\"), %zu entries to run\n",
+                plan.skipped.size(), plan.entries.size());
+  }
+}
+
 int StartSweep(const SweepCommandLine& c, SlurmCli& cli) {
   PlannedSweep p;
   if (auto rc = PlanNewSweep(c, p)) return *rc;
+  PrintSkipped(p.m.plan);
   SweepLock lock;  // held until the submitter exits
   std::optional<SweepStore> store;
   SweepStreamRun run;  // after the store: the collector stops first
