@@ -6,30 +6,11 @@
 #include <filesystem>
 
 #include "submitter/sweep/sweep_files.h"
+#include "submitter/testing_env.h"
 #include "tests/support/test.h"
 
 namespace ix {
 namespace {
-
-// Sets (or, with nullptr, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // A sweep of one array with one entry across two nodes.
 SweepManifest OneMultinodeEntry(const std::string& dir) {
