@@ -7,10 +7,21 @@
 //
 // Invariants: names are unique and in a fixed order; every value is the
 // workflow's text for it (booleans "true"/"false", numbers in decimal);
-// RESULT_FILENAME is InferenceX's name for the run:
+// RESULT_FILENAME is InferenceX's name for the run (the file the client
+// writes and process_result.py reads, without .json). For a single-node
+// entry (benchmark-tmpl.yml):
 //   EXP_PRECISION_FRAMEWORK_tpT-ppP-dcpD-pcpC-epE-dpaA_disagg-G_spec-S_concN_RUNNER
 //   (+ _recipe-FINGERPRINT16 when the row has a recipe fingerprint), where
 //   RUNNER is the runner name, here the Slurm node the step ran on.
+// For an entry whose step spans nodes (an aggregated multinode row,
+// benchmark-multinode-tmpl.yml and its srt-slurm launchers), instead of
+// TP..DP_ATTENTION and GPU_COUNT: PREFILL_*/DECODE_* (NUM_WORKERS, TP,
+// PP_SIZE, DCP_SIZE, PCP_SIZE, EP, DP_ATTN) from the row's prefill/decode
+// blocks, PREFILL_GPUS (every GPU of the step), DECODE_GPUS 0,
+// PREFILL_/DECODE_HARDWARE, CONC the task's one concurrency, and
+//   EXP_PRECISION_FRAMEWORK_prefill-tpT-ppP-dcpD-pcpC-epE-dpA-nwN_decode-(same)
+//   _disagg-G_spec-S_concLIST_RUNNER[_recipe-FP16]_sa-bench_isl_I_osl_O_concN_gpus_G
+//   (LIST the row's concurrencies joined by "x"; agentic rows: ..._concN).
 #pragma once
 
 #include <string>
@@ -24,9 +35,10 @@ namespace ix {
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
-// The contract for `e` run on runner `runner_name` (a node name). Errors:
-// an entry without the fields of a single-node fixed-seq-len or agentic
-// row (the message names the field).
+// The contract for `e` run on runner `runner_name` (a node name; for a
+// step across nodes, the head's). Errors: an entry without the fields of
+// its kind of row (single-node, or multinode with prefill/decode blocks;
+// the message names the field), a disaggregated multinode entry.
 Result<EnvVars> BenchmarkEnvironment(const PlannedEntry& e, const std::string& runner_name);
 
 // Whether InferenceX makes an agg result for it (process_result.py runs

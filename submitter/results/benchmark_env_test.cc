@@ -32,12 +32,90 @@ TEST(BenchmarkEnvironment, NamesTheRunAsInferenceXsWorkflowDoes) {
   EXPECT_TRUE(HasAggResult(env.value()));
 }
 
-TEST(BenchmarkEnvironment, AStepAcrossNodesIsMultinode) {
-  PlannedEntry e = Dep4Entry();
+// An aggregated multinode row as `ixsubmit matrix` prints it
+// (tests/data/sweep-multinode/master.yaml's dep16 row), planned for one of
+// its concurrencies on a 2-node arm of 8 GPUs per node.
+PlannedEntry Dep16Entry() {
+  PlannedEntry e;
+  e.index = 3;
+  e.config_key = "mn-agg";
+  e.arm = "dep16";
+  e.conc = 64;
+  e.gpus = 8;
   e.nodes = 2;
-  Result<EnvVars> env = BenchmarkEnvironment(e, "node1");
+  e.router_version = "0.1.14";
+  e.entry_json = R"({"image":"vllm/vllm-openai:nightly","model":"org/model","model-prefix":"mn","precision":"fp4",)"
+                 R"("framework":"vllm","runner":"b300-mn","isl":1024,"osl":1024,"spec-decoding":"none",)"
+                 R"("prefill":{"num-worker":1,"tp":16,"ep":16,"dp-attn":true,"pp":1,"dcp-size":1,"pcp-size":1},)"
+                 R"("decode":{"num-worker":0,"tp":16,"ep":16,"dp-attn":true,"pp":1,"dcp-size":1,"pcp-size":1},)"
+                 R"("conc":[32,64],"max-model-len":2304,"exp-name":"mn_1k1k","disagg":false,"run-eval":false})";
+  return e;
+}
+
+TEST(BenchmarkEnvironment, AStepAcrossNodesGetsTheMultinodeWorkflowsVariables) {
+  Result<EnvVars> env = BenchmarkEnvironment(Dep16Entry(), "head");
   ASSERT_TRUE(env) << env.error().message;
-  EXPECT_EQ(EnvValue(env.value(), "IS_MULTINODE"), "true");
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"PREFILL_NUM_WORKERS", "1"}, {"PREFILL_TP", "16"},   {"PREFILL_PP_SIZE", "1"}, {"PREFILL_DCP_SIZE", "1"},
+      {"PREFILL_PCP_SIZE", "1"},    {"PREFILL_EP", "16"},   {"PREFILL_DP_ATTN", "true"},
+      {"DECODE_NUM_WORKERS", "0"},  {"DECODE_TP", "16"},    {"DECODE_PP_SIZE", "1"},  {"DECODE_DCP_SIZE", "1"},
+      {"DECODE_PCP_SIZE", "1"},     {"DECODE_EP", "16"},    {"DECODE_DP_ATTN", "true"},
+      {"PREFILL_GPUS", "16"},       {"DECODE_GPUS", "0"},   {"PREFILL_HARDWARE", ""}, {"DECODE_HARDWARE", ""},
+      {"CONC", "64"},               {"IS_MULTINODE", "true"}, {"DISAGG", "false"}};
+  for (const auto& [k, v] : expected) {
+    bool found = false;
+    for (const auto& [n, x] : env.value()) found = found || (n == k && x == v);
+    EXPECT_TRUE(found) << k << " should be '" << v << "', is '" << EnvValue(env.value(), k) << "'";
+  }
+  // The workflow's RESULT_FILENAME_BASE (both shapes, the row's conc list,
+  // the runner) + what the srt-slurm launcher appends for concurrency 64.
+  EXPECT_EQ(EnvValue(env.value(), "RESULT_FILENAME"),
+            "mn_1k1k_fp4_vllm_prefill-tp16-pp1-dcp1-pcp1-ep16-dptrue-nw1_decode-tp16-pp1-dcp1-pcp1-ep16-dptrue-nw0"
+            "_disagg-false_spec-none_conc32x64_head_sa-bench_isl_1024_osl_1024_conc64_gpus_16");
+  for (const char* single : {"TP", "EP_SIZE", "DP_ATTENTION", "PP_SIZE", "GPU_COUNT"}) {
+    for (const auto& [n, x] : env.value()) EXPECT_NE(n, single) << "the multinode workflow does not set it";
+  }
+  EXPECT_TRUE(HasAggResult(env.value()));
+}
+
+TEST(BenchmarkEnvironment, AMultinodeNamePutsTheFingerprintBeforeTheLaunchersSuffix) {
+  PlannedEntry e = Dep16Entry();
+  e.conc = 32;
+  e.gpus = 4;
+  e.nodes = 4;
+  e.entry_json.insert(1, R"("recipe-fingerprint":"0123456789abcdef0123",)");
+  const std::string dpa = R"("dp-attn":true,)", hw = R"("dp-attn":true,"hardware":"gb200",)";
+  for (size_t p = e.entry_json.find(dpa); p != std::string::npos; p = e.entry_json.find(dpa, p + hw.size())) {
+    e.entry_json.replace(p, dpa.size(), hw);
+  }
+  Result<EnvVars> env = BenchmarkEnvironment(e, "n1");
+  ASSERT_TRUE(env) << env.error().message;
+  const std::string name = EnvValue(env.value(), "RESULT_FILENAME");
+  EXPECT_NE(name.find("_conc32x64_n1_recipe-0123456789abcdef_sa-bench_isl_1024_osl_1024_conc32_gpus_16"),
+            std::string::npos)
+      << name;
+  EXPECT_EQ(EnvValue(env.value(), "PREFILL_HARDWARE"), "gb200");
+  EXPECT_EQ(EnvValue(env.value(), "DECODE_HARDWARE"), "gb200");
+}
+
+TEST(BenchmarkEnvironment, AMultinodeEntryNamesWhatItLacks) {
+  PlannedEntry e = Dep16Entry();
+  const std::string decode_count = R"("num-worker":0,"tp":16,)";
+  e.entry_json.erase(e.entry_json.find(decode_count), decode_count.size());
+  Result<EnvVars> env = BenchmarkEnvironment(e, "n");
+  ASSERT_FALSE(env);
+  EXPECT_NE(env.error().message.find("decode.num-worker, decode.tp"), std::string::npos) << env.error().message;
+  e = Dep16Entry();
+  const std::string aggregated = R"("disagg":false)";
+  e.entry_json.replace(e.entry_json.find(aggregated), aggregated.size(), R"("disagg":true)");
+  env = BenchmarkEnvironment(e, "n");
+  ASSERT_FALSE(env);
+  EXPECT_NE(env.error().message.find("disaggregated"), std::string::npos) << env.error().message;
+  e = Dep16Entry();
+  e.gpus = 0;
+  env = BenchmarkEnvironment(e, "n");
+  ASSERT_FALSE(env);
+  EXPECT_NE(env.error().message.find("GPUs"), std::string::npos) << env.error().message;
 }
 
 TEST(BenchmarkEnvironment, AddsTheRecipeFingerprintAndOmitsTheRouterWithoutOne) {

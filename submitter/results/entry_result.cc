@@ -111,9 +111,18 @@ Result<std::string> WriteEntryAgg(const std::string& dir, const EnvVars& env, co
   Result<rapidjson::Document> agg = ProcessResult(bench, lookup);
   if (!agg) return Error{bench_path + ": " + agg.error().message};
   rapidjson::Document& doc = agg.value();
-  const std::optional<std::string> csv = ReadTelemetry(dir + "/gpu_metrics.csv", bench, 5.0);
-  (void)AggregatePower(csv, bench, doc, ExpectedGpus(lookup));
-  const bool dp = EnvValue(env, "DP_ATTENTION") == "true";  // data-parallel attention: ranks behind a router
+  const bool multinode = IsMultinode(lookup);
+  if (multinode) {
+    // process_result.py hands multinode power to aggregate_power_multinode.py,
+    // which reads LOGS/power (srt-slurm's power manifest); there is none
+    // here, so the agg gets its verdict for a missing one (power_valid 0).
+    (void)MarkMultinodePowerMissing(doc);
+  } else {
+    const std::optional<std::string> csv = ReadTelemetry(dir + "/gpu_metrics.csv", bench, 5.0);
+    (void)AggregatePower(csv, bench, doc, ExpectedGpus(lookup));
+  }
+  // Data-parallel attention: ranks behind a router.
+  const bool dp = EnvValue(env, multinode ? "PREFILL_DP_ATTN" : "DP_ATTENTION") == "true";
   doc.AddMember("ix", IxFields(dir, run, bench, dp, doc.GetAllocator()), doc.GetAllocator());
   const std::string out = dir + "/" + AggFileName(name);
   if (Status s = WriteFileAtomic(out, PyJsonDumps(doc)); !s) return s.error();

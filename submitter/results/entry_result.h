@@ -2,7 +2,10 @@
 // process_result.py (process_result.h) and aggregate_power.py
 // (power_aggregate.h) make of the client's RESULT_FILENAME.json and the
 // node agent's gpu_metrics.csv in the entry's result directory, with the
-// environment contract (benchmark_env.h), written as
+// environment contract (benchmark_env.h); for a multinode entry
+// (IS_MULTINODE=true) process_result.py's multinode branch and
+// aggregate_power_multinode.py's verdict without a power manifest
+// (power_valid 0; gpu_metrics.csv is not read). Written as
 // agg_RESULT_FILENAME.json in Python's json format, plus this project's
 // fields under the one key "ix" (AGG_IX_KEY): the sweep entry, the Slurm
 // job, the placement ix-stepd obtained and, for a data-parallel-attention

@@ -328,4 +328,23 @@ std::vector<std::string> AggregatePower(const std::optional<std::string>& csv, c
   return reasons;
 }
 
+std::vector<std::string> MarkMultinodePowerMissing(rapidjson::Document& agg) {
+  // aggregate_power_multinode.py's WHOLE_METRIC_KEYS + ROLE_METRIC_KEYS.
+  const char* metrics[] = {"avg_power_w", "avg_total_gpu_power_w", "total_gpu_energy_j",
+                           "joules_per_successful_query", "joules_per_input_token", "joules_per_output_token",
+                           "joules_per_total_token", "prefill_gpu_energy_j", "decode_gpu_energy_j",
+                           "prefill_avg_power_w", "decode_avg_power_w", "prefill_joules_per_input_token",
+                           "decode_joules_per_output_token"};
+  for (const char* k : metrics) agg.EraseMember(k);
+  auto& a = agg.GetAllocator();
+  auto assign = [&](const char* key, int value) {
+    if (agg.HasMember(key)) agg[key].SetInt(value);
+    else agg.AddMember(rapidjson::Value(key, a), rapidjson::Value(value), a);
+  };
+  assign("power_metric_schema_version", 2);
+  assign("power_valid", 0);
+  agg.EraseMember("power_invalid_reasons");
+  return {"power_artifacts_missing"};
+}
+
 }  // namespace ix

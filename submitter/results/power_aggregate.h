@@ -8,6 +8,10 @@
 // metrics rounded as Python's round() does. Same order of floating-point
 // operations as the Python, so the numbers are equal, not just close.
 //
+// Multinode entries: aggregate_power_multinode.py reads a power manifest
+// this project does not produce, so only its "missing" verdict is ported
+// (MarkMultinodePowerMissing).
+//
 // Not ported: the validation sidecar (power_validation_*.json) and the
 // AMD accumulator cross-check, which do not change the agg result; ISO 8601
 // timestamps (nvidia-smi's format and epoch numbers are read, which is
@@ -40,6 +44,15 @@ PowerIntegration IntegratePower(const std::string& csv, double start_unix, doubl
 // the reasons power is invalid (empty: valid).
 std::vector<std::string> AggregatePower(const std::optional<std::string>& csv, const rapidjson::Value& bench,
                                         rapidjson::Document& agg, int expected_gpus);
+
+// aggregate_power_multinode.py's run() where there is no power manifest
+// (LOGS/power, which srt-slurm's exporters write and this project does not
+// produce): reasons ["power_artifacts_missing"], and _patch_agg's edit of
+// `agg`: every whole-run and per-role power metric and
+// power_invalid_reasons removed, power_metric_schema_version 2 and
+// power_valid 0 set (in place when present, else appended, as a dict
+// assignment does). Returns the reasons.
+std::vector<std::string> MarkMultinodePowerMissing(rapidjson::Document& agg);
 
 // Python's datetime.strptime(s, "%Y/%m/%d %H:%M:%S[.%f]").timestamp() (local
 // time) or a plain epoch number (ms when above 1e12), as _parse_timestamp.
