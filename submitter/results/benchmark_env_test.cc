@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "submitter/results/results_test_entries.h"
+
 namespace ix {
 namespace {
 
@@ -32,25 +34,7 @@ TEST(BenchmarkEnvironment, NamesTheRunAsInferenceXsWorkflowDoes) {
   EXPECT_TRUE(HasAggResult(env.value()));
 }
 
-// An aggregated multinode row as `ixsubmit matrix` prints it
-// (tests/data/sweep-multinode/master.yaml's dep16 row), planned for one of
-// its concurrencies on a 2-node arm of 8 GPUs per node.
-PlannedEntry Dep16Entry() {
-  PlannedEntry e;
-  e.index = 3;
-  e.config_key = "mn-agg";
-  e.arm = "dep16";
-  e.conc = 64;
-  e.gpus = 8;
-  e.nodes = 2;
-  e.router_version = "0.1.14";
-  e.entry_json = R"({"image":"vllm/vllm-openai:nightly","model":"org/model","model-prefix":"mn","precision":"fp4",)"
-                 R"("framework":"vllm","runner":"b300-mn","isl":1024,"osl":1024,"spec-decoding":"none",)"
-                 R"("prefill":{"num-worker":1,"tp":16,"ep":16,"dp-attn":true,"pp":1,"dcp-size":1,"pcp-size":1},)"
-                 R"("decode":{"num-worker":0,"tp":16,"ep":16,"dp-attn":true,"pp":1,"dcp-size":1,"pcp-size":1},)"
-                 R"("conc":[32,64],"max-model-len":2304,"exp-name":"mn_1k1k","disagg":false,"run-eval":false})";
-  return e;
-}
+PlannedEntry Dep16Entry() { return test::Dep16MultinodeEntry(); }
 
 TEST(BenchmarkEnvironment, AStepAcrossNodesGetsTheMultinodeWorkflowsVariables) {
   Result<EnvVars> env = BenchmarkEnvironment(Dep16Entry(), "head");

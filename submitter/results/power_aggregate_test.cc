@@ -75,5 +75,22 @@ TEST(AggregatePower, MarksPowerInvalidWithoutTelemetryOrWithBadCounts) {
   EXPECT_EQ(PyJsonDumps(agg, 0), R"({"power_metric_schema_version": 2, "power_valid": 0})");
 }
 
+// aggregate_power_multinode.py's _patch_agg for a run without LOGS/power:
+// every power metric (whole and per role) and power_invalid_reasons go,
+// power_valid is set where it was (a dict assignment) and the schema
+// version appended; the rest keeps its order. (The first expected text is
+// what the real _patch_agg, InferenceX 843c6254, makes of the same input.)
+TEST(MarkMultinodePowerMissing, PatchesTheAggAsAggregatePowerMultinodePyDoes) {
+  rapidjson::Document agg;
+  agg.Parse(R"({"hw": "b300", "avg_power_w": 1.0, "power_valid": 1, "prefill_gpu_energy_j": 2.0,)"
+            R"( "decode_joules_per_output_token": 3.0, "power_invalid_reasons": ["x"], "p99_e2el": 5.0})");
+  EXPECT_EQ(MarkMultinodePowerMissing(agg), std::vector<std::string>{"power_artifacts_missing"});
+  EXPECT_EQ(PyJsonDumps(agg, 0),
+            R"({"hw": "b300", "power_valid": 0, "p99_e2el": 5.0, "power_metric_schema_version": 2})");
+  agg.Parse(R"({"hw": "b300"})");
+  (void)MarkMultinodePowerMissing(agg);
+  EXPECT_EQ(PyJsonDumps(agg, 0), R"({"hw": "b300", "power_metric_schema_version": 2, "power_valid": 0})");
+}
+
 }  // namespace
 }  // namespace ix
