@@ -11,8 +11,9 @@
 # other's engine --headless). Failures: an EngineCore killed on the second
 # node, and on the head, ends srun non-zero within 2 s with failure.json
 # naming the node and process; a node that never joins ends the step at the
-# ready timeout; scancel ends everything; a single-node arm on two nodes
-# and a multi-node arm on one are refused. After each: no process of the
+# ready timeout; scancel ends everything; a sweep of aggregated multinode
+# rows runs each as `sbatch --nodes=2` with InferenceX's agg result; a
+# single-node arm on two nodes and a multi-node arm on one are refused. After each: no process of the
 # step on any node, nothing listening in any node, no lease in any node.
 # Skips (77) when not root.
 # Task scripts are single-quoted on purpose (they expand in the task).
@@ -22,7 +23,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root (namespaces, veths, a Slurm cluster)"; exit 77; }
-ix_require_env IX_FAKES_BIN_DIR IXCTL IX_SPANK_PLUGIN
+ix_require_env IX_FAKES_BIN_DIR IXCTL IXSUBMIT IX_SPANK_PLUGIN IX_SOURCE_DIR
 RECIPE=dsv41flash-fp4-b300-vllm
 tmp=$(mktemp -d /tmp/ix-mn-step.XXXXXX)
 ix_nodes_start 2
@@ -155,7 +156,7 @@ netns1=$(lc exec ixn1 readlink /proc/self/ns/net)
 for point in "dep16 $netns2 node2" "dep16 $netns1 head" "tp8pp2 $netns2 node2"; do
   read -r arm ns where <<<"$point"
   name=crash-$arm-$where
-  run_mn "$name" "$arm" SESSIONS=64 TURNS=50 FAKE_VLLM_TOKEN_DELAY_MS=5 &
+  run_mn "$name" "$arm" SESSIONS=64 TURNS=1000 FAKE_VLLM_TOKEN_DELAY_MS=20 &
   pid=$!
   t0=
   for ((i = 0; i < 200; i++)); do
@@ -165,7 +166,10 @@ for point in "dep16 $netns2 node2" "dep16 $netns1 head" "tp8pp2 $netns2 node2"; 
   done
   wait "$pid"; rc=$?
   t1=$(now_ms)
-  if [[ -z $t0 ]]; then fail "$name: no EngineCore found to kill"; mn_check_clean "$name"; continue; fi
+  if [[ -z $t0 ]]; then
+    fail "$name: no EngineCore found to kill (srun exited $rc): $(tail -3 "$tmp/$name/srun.err")"
+    mn_check_clean "$name"; continue
+  fi
   ((t1 - t0 <= 2000)) && ok "$name: srun ended $((t1 - t0)) ms after the kill" || fail "$name: srun took $((t1 - t0)) ms"
   failed_as "$name"
   mn_check_clean "$name"
@@ -192,7 +196,32 @@ for ((i = 0; i < 100; i++)); do [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] && b
 [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] && ok "scancel: job $job ended" || fail "scancel: job $job still queued"
 mn_check_clean scancel
 
-# 5. The node count must fit the arm.
+# 5. A sweep of aggregated multinode rows (recipes/examples): each
+#    concurrency one array task of `sbatch --nodes=2`, one step across both
+#    nodes, the client on the head, InferenceX's agg result with the
+#    multinode fields.
+"$IXSUBMIT" sweep full-sweep-fail-fast --no-container --throttle 2 --db "$tmp/ix.db" --sweep-dir "$tmp/sweep" \
+  --config-files "$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300-multinode.yaml" \
+  --config-keys dsv41flash-fp4-b300-vllm-multinode -- ix-fake-client --sessions 4 --turns 2 >"$tmp/sweep.out" 2>&1 &&
+  grep -q "succeeded.*done 3, failed 0" "$tmp/sweep.out" && ok "sweep: 3 multinode entries done" ||
+  fail "sweep: $(tail -5 "$tmp/sweep.out")"
+python3 - "$tmp/sweep" <<'PY' || fail "sweep: the entries' results"
+import glob, json, os, sys
+plan = json.load(open(sys.argv[1] + "/sweep.json"))
+entries = plan["entries"]
+assert sorted((e["arm"], e["conc"], e["nodes"]) for e in entries) == [("dep16", 32, 2), ("dep16", 64, 2), ("tp8pp2", 16, 2)], entries
+for e in entries:
+    d = f'{sys.argv[1]}/results/{e["index"]}'
+    assert os.path.exists(d + "/node1/server.log"), os.listdir(d)  # the second node's engine logged there
+    aggs = glob.glob(d + "/agg_*.json")
+    assert len(aggs) == 1, os.listdir(d)
+    agg = json.load(open(aggs[0]))
+    assert agg["is_multinode"] is True and agg["num_prefill_gpu"] == 16 and agg["conc"] == e["conc"], agg
+print("  entries:", ", ".join(f'{e["arm"]}@{e["conc"]}' for e in entries))
+PY
+mn_check_clean sweep
+
+# 6. The node count must fit the arm.
 out=$(timeout 30 srun -N1 --gres=gpu:8 --inferencex-recipe=$RECIPE --inferencex-arm=dep16 --inferencex-conc=64 true 2>&1) \
   && fail "dep16 on one node ran" || true
 grep -q "runs on 2 nodes.*srun -N2" <<<"$out" && ok "dep16 on one node refused: $(grep -o 'arm dep16 runs.*' <<<"$out" | head -1)" \
