@@ -78,12 +78,6 @@ struct SupervisorOptions {
 int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& options,
                   volatile const sig_atomic_t* stop_requested);
 
-// failure.json: which process, pid, exit status or signal, why, the last
-// lines of its log, and the time; in a step across nodes (node_rank >= 0)
-// also the node it happened on and its rank in the step.
-std::string FailureJson(const std::string& process, pid_t pid, const std::string& reason,
-                        const std::string& log_tail, const std::string& node = "", int64_t node_rank = -1);
-
 // Each engine's /metrics (the vLLM API servers: processes named engine or
 // engine-*), from the origin of its first readiness URL, for the agent's
 // hang detection: "http://localhost:20001/metrics".
