@@ -15,14 +15,14 @@
 #include <memory>
 #include <set>
 
-#include "core/process/event_sink.h"
 #include "core/base/file_text.h"
+#include "core/node/topology.h"
+#include "core/process/event_sink.h"
 #include "core/process/http_probe.h"
 #include "core/process/process.h"
 #include "core/process/process_watch.h"
 #include "core/process/readiness.h"
 #include "spank_plugin/step_records.h"
-#include "core/node/topology.h"
 
 namespace ix {
 namespace {

@@ -72,7 +72,8 @@ TEST(Recipe, TheShippedRecipeLoadsWithItsArms) {
   EXPECT_EQ(r.value().host_memory[0].bytes, 189ull << 30);
   EXPECT_EQ(r.value().host_memory[0].per, HostMemoryNeed::Per::kDpRank);
   EXPECT_TRUE(r.value().router.has_value());
-  EXPECT_EQ(r.value().serves, std::vector<std::string>{"dsv41flash-fp4-b300-vllm-agentic-dspark"});
+  EXPECT_EQ(r.value().serves, (std::vector<std::string>{"dsv41flash-fp4-b300-vllm-agentic-dspark",
+                                                        "dsv41flash-fp4-b300-vllm-multinode"}));
 }
 
 TEST(Recipe, UndeclaredTemplateVariableIsALoadErrorWithLocation) {
