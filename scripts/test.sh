@@ -12,7 +12,10 @@ step() { printf '== %s\n' "$*"; }
 step "bootstrap (Debian packages)"
 scripts/bootstrap.sh
 step "build"
-scripts/build.sh "$repo/build"
+# Line tables only (-g1, as the clang tree below): backtraces keep their
+# functions and lines, and the build takes a fifth less time on 2 cores than
+# with full -g (9.5 against 12 minutes, measured 2026-12-06).
+scripts/build.sh "$repo/build" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 # One clang tree for the sanitizers and the fuzz targets: every library is
 # compiled once with ASan/UBSan and libFuzzer's coverage (-O1), and serves
 # both the unit tests and the fuzzers (no benchmarks there).
