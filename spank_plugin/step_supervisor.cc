@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "core/base/file_text.h"
 #include "core/node/topology.h"
@@ -223,10 +224,19 @@ class Supervision {
   int Fail(const std::string& reason) {
     // The record first: whoever sees the client die (srun, a test, the
     // sweep) finds failure.json already there.
-    const std::string tail = failed_log_.empty() ? "" : LogTail(o_.result_dir_fd, failed_log_, 50);
-    const std::string json = plan_.nodes > 1
-                                 ? FailureJson(failed_process_, failed_pid_, reason, tail, o_.node_name, plan_.node_rank)
-                                 : FailureJson(failed_process_, failed_pid_, reason, tail);
+    FailureRecord own{failed_process_, failed_pid_, reason,
+                      failed_log_.empty() ? "" : LogTail(o_.result_dir_fd, failed_log_, 50), "", -1, failed_ms_ > 0 ? failed_ms_ : UnixMs()};
+    if (plan_.nodes > 1) {
+      own.node = o_.node_name;
+      own.node_rank = plan_.node_rank;
+    }
+    std::string json = FailureJson(own);
+    std::string why = reason;
+    if (std::optional<FailureRecord> first = NodeFailedFirst(own.unix_ms)) {
+      json = FailureJsonAfter(*first, own);
+      why += "; node " + first->node + " (rank " + std::to_string(first->node_rank) + ") failed first: " +
+             first->process + ": " + first->reason;
+    }
     WriteIn(o_.run_dir_fd, o_.run_dir, "failure.json", json);
     WriteIn(o_.result_dir_fd, o_.result_dir, "failure.json", json);
     SetState(o_, "failed");
@@ -237,12 +247,42 @@ class Supervision {
     // output open until it ends.
     if (ready_) KillClientTrees(o_.client_pids);
     StopAll();
-    std::fprintf(stderr, "ix-stepd: step failed%s: %s\n", Where().c_str(), reason.c_str());
+    std::fprintf(stderr, "ix-stepd: step failed%s: %s\n", Where().c_str(), why.c_str());
     std::string record = json;
     while (!record.empty() && record.back() == '\n') record.pop_back();
     events_.Send("failure", o_.step, {}, {{"failure", record}});
-    Report(ready_fd_, "failed" + Where() + ": " + reason);
+    Report(ready_fd_, "failed" + Where() + ": " + why);
     return 1;
+  }
+
+  // On the head of a step across nodes: the failure of another node's part
+  // that the head's followed from (an engine that lost a node fails too).
+  // The head hears of a node's loss only after that node's engine went, but
+  // on a loaded machine it may notice before the node's ix-stepd does, so a
+  // node's record up to kLater after the head's own still came first; a
+  // node that lost the head takes longer to notice (its engine's own
+  // detection, or three missed health probes: 750 ms). That node writes its
+  // record before it stops anything, so the wait is short against the 2 s
+  // in which a failure must end the step.
+  std::optional<FailureRecord> NodeFailedFirst(int64_t head_ms) const {
+    if (plan_.nodes <= 1 || plan_.node_rank != 0) return std::nullopt;
+    constexpr int64_t kLater = 250;
+    constexpr auto kWait = std::chrono::milliseconds(300);
+    // A record older than this run (a second of clock skew allowed) is an
+    // earlier step's in the same directory.
+    const int64_t since = started_ms_ - 1000;
+    const auto end = Clock::now() + kWait;
+    for (;;) {
+      std::optional<FailureRecord> f = EarliestNodeFailure(o_.result_dir_fd, plan_.nodes, since, head_ms + kLater);
+      if (f || Clock::now() >= end) return f;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  static int64_t UnixMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
 
   // " on node NAME (rank K of N)" in a step across nodes, else "".
@@ -484,6 +524,9 @@ class Supervision {
   // On a node after the head, its engine's own exit with status 0 is the
   // head's goodbye, not a failure.
   int ServerExited(const ProcessExit& x) {
+    // When it was seen, not when it was judged: telling a failure from the
+    // head's goodbye below may wait for the engine's own exit.
+    failed_ms_ = UnixMs();
     if (plan_.node_rank > 0) {
       if (std::optional<ProcessExit> root = GoodbyeFromHead(x)) return EndWithHead(root->Describe());
     }
@@ -553,8 +596,10 @@ class Supervision {
   std::vector<Started> started_;
   std::vector<ProcessId> known_;  // descendants seen at readiness
   bool ready_ = false;
+  const int64_t started_ms_ = UnixMs();
   std::string failed_process_;
   pid_t failed_pid_ = 0;
+  int64_t failed_ms_ = 0;  // when what failed was seen (0: when Fail runs)
   std::string failed_log_;
 };
 

@@ -125,15 +125,19 @@ PY
   mn_check_clean "$arm"
 done
 
-# failed_as NAME: srun ended non-zero, and a failure.json somewhere in
-# the step's result directory names a node and a process.
+# failed_as NAME [NODE]: srun ended non-zero, and a failure.json somewhere
+# in the step's result directory names a node and a process; with NODE, the
+# head's (the step's own) names NODE, where the failure began.
 failed_as() {
-  local name=$1
+  local name=$1 first=${2:-}
   [[ $rc -ne 0 ]] || fail "$name: srun exited 0"
-  python3 - "$tmp/$name" <<'PY' || fail "$name: failure.json: $(cat "$tmp/$name"/failure.json "$tmp/$name"/node1/failure.json 2>&1)"
+  python3 - "$tmp/$name" "$first" <<'PY' || fail "$name: failure.json: $(cat "$tmp/$name"/failure.json "$tmp/$name"/node1/failure.json 2>&1)"
 import json, os, sys
 found = [json.load(open(p)) for p in (sys.argv[1] + "/failure.json", sys.argv[1] + "/node1/failure.json") if os.path.exists(p)]
 assert found and all(f.get("node") in ("ixn1", "ixn2") and f.get("process") for f in found), found
+if sys.argv[2]:
+    step = json.load(open(sys.argv[1] + "/failure.json"))
+    assert step["node"] == sys.argv[2] and "EngineCore" in step["process"], step
 print("  failure.json:", "; ".join(f'{f["node"]}: {f["process"]}: {f["reason"][:100]}' for f in found))
 PY
 }
@@ -171,7 +175,7 @@ for point in "dep16 $netns2 node2" "dep16 $netns1 head" "tp8pp2 $netns2 node2"; 
     mn_check_clean "$name"; continue
   fi
   ((t1 - t0 <= 2000)) && ok "$name: srun ended $((t1 - t0)) ms after the kill" || fail "$name: srun took $((t1 - t0)) ms"
-  failed_as "$name"
+  failed_as "$name" "$([[ $where == head ]] && echo ixn1 || echo ixn2)"
   mn_check_clean "$name"
 done
 
