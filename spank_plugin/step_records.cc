@@ -66,13 +66,16 @@ Result<FailureRecord> ParseFailureJson(const std::string& text) {
   rapidjson::Document d;
   d.Parse(text.c_str(), text.size());
   if (d.HasParseError() || !d.IsObject()) return Error{"not a JSON object"};
+  // Const iterators: clang's C++20 rules find RapidJSON's non-const ones
+  // ambiguous to compare.
+  const rapidjson::Value& obj = d;
   const auto str = [&](const char* k) -> const rapidjson::Value* {
-    auto it = d.FindMember(k);
-    return it != d.MemberEnd() && it->value.IsString() ? &it->value : nullptr;
+    auto it = obj.FindMember(k);
+    return it != obj.MemberEnd() && it->value.IsString() ? &it->value : nullptr;
   };
   const auto num = [&](const char* k) -> const rapidjson::Value* {
-    auto it = d.FindMember(k);
-    return it != d.MemberEnd() && it->value.IsInt64() ? &it->value : nullptr;
+    auto it = obj.FindMember(k);
+    return it != obj.MemberEnd() && it->value.IsInt64() ? &it->value : nullptr;
   };
   FailureRecord f;
   if (!str("process") || !str("reason") || !num("time_unix_ms")) {
