@@ -224,8 +224,8 @@ class Supervision {
   int Fail(const std::string& reason) {
     // The record first: whoever sees the client die (srun, a test, the
     // sweep) finds failure.json already there.
-    FailureRecord own{failed_process_, failed_pid_, reason,
-                      failed_log_.empty() ? "" : LogTail(o_.result_dir_fd, failed_log_, 50), "", -1, failed_ms_ > 0 ? failed_ms_ : UnixMs()};
+    FailureRecord own{failed_process_, failed_pid_, reason, "", "", -1, failed_ms_ > 0 ? failed_ms_ : UnixMs()};
+    if (!failed_log_.empty()) own.log_tail = LogTail(o_.result_dir_fd, failed_log_, 50);
     if (plan_.nodes > 1) {
       own.node = o_.node_name;
       own.node_rank = plan_.node_rank;
