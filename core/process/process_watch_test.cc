@@ -104,9 +104,12 @@ TEST(ProcessWatch, AGrandchildExitIsReportedWhileTheChildLives) {
   // The child execs `sleep 1000` after starting `sleep 1`: the short sleep
   // is the child's child, and exits with status 0 on its own.
   const ProcessId child = Start({"sh", "-c", "sleep 1 & exec sleep 1000"});
+  // Both exec'd: the forked shell that becomes `sleep 1` is named "sh"
+  // until its exec.
   ASSERT_TRUE(WaitUntil([&] {
     Result<ProcessInfo> c = ReadProcessInfo(child.pid);
-    return c && c.value().comm == "sleep" && ListDescendants(child.pid).value().size() == 1;
+    Result<std::vector<ProcessInfo>> d = ListDescendants(child.pid);
+    return c && c.value().comm == "sleep" && d && d.value().size() == 1 && d.value()[0].comm == "sleep";
   }, 5000ms));
   ASSERT_TRUE(w.AddChild(child, "engine").ok());
   Result<std::vector<ProcessInfo>> added = w.AddDescendants(child.pid, "engine");
