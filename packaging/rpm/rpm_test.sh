@@ -12,7 +12,9 @@
 #    their own with the fake engine, and the ix-stepd that ran is the
 #    installed one;
 #  - `rpm -e` leaves nothing but a changed config file (as .rpmsave).
-# Needs root, IX_FAKES_BIN_DIR (the fakes), SLURM_CONF unset or ignored.
+# Needs root, IX_FAKES_BIN_DIR (the fakes), SLURM_CONF unset or ignored;
+# IX_RPMS (optional): a file listing RPMs build-rpm.sh built, used instead
+# of building them again.
 set -uo pipefail
 build=${1:?usage: rpm_test.sh BUILD_DIR}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
@@ -41,8 +43,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 1. Build.
-mapfile -t rpms < <("$repo/scripts/build-rpm.sh" "$build") || die "build-rpm.sh"
+# 1. Build, or take the RPMs build-rpm.sh already built from this checkout
+#    (IX_RPMS: the file of their paths it printed; scripts/test.sh builds
+#    them during the integration tests, whose waits leave the CPU idle).
+if [[ -n ${IX_RPMS:-} ]]; then
+  mapfile -t rpms <"$IX_RPMS" || die "IX_RPMS=$IX_RPMS: cannot read it"
+else
+  mapfile -t rpms < <("$repo/scripts/build-rpm.sh" "$build") || die "build-rpm.sh"
+fi
 binary=() srpm=
 for r in "${rpms[@]}"; do
   if [[ $r == *.src.rpm ]]; then srpm=$r; else binary+=("$r"); fi
