@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <thread>
 
 #include "core/base/file_text.h"
 #include "core/node/topology.h"
@@ -108,6 +109,21 @@ std::optional<FailureRecord> EarliestNodeFailure(int result_dir_fd, int64_t node
     if (!first || f.value().unix_ms < first->unix_ms) first = std::move(f.value());
   }
   return first;
+}
+
+std::optional<FailureRecord> AwaitNodeFailure(int result_dir_fd, int64_t nodes, int64_t since_ms, int64_t by_ms,
+                                              std::chrono::milliseconds wait) {
+  const auto end = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    std::optional<FailureRecord> f = EarliestNodeFailure(result_dir_fd, nodes, since_ms, by_ms);
+    if (f || std::chrono::steady_clock::now() >= end) return f;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+int64_t UnixMsNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string ObtainedJson(const std::vector<std::pair<std::string, Result<ProcBinding>>>& got) {

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,6 +46,14 @@ std::string FailureJsonAfter(const FailureRecord& first, const FailureRecord& he
 // older), read without following links and at most 1 MiB each; none if no
 // node's part failed first.
 std::optional<FailureRecord> EarliestNodeFailure(int result_dir_fd, int64_t nodes, int64_t since_ms, int64_t by_ms);
+
+// EarliestNodeFailure, looked for again every 10 ms while there is none,
+// for up to `wait`.
+std::optional<FailureRecord> AwaitNodeFailure(int result_dir_fd, int64_t nodes, int64_t since_ms, int64_t by_ms,
+                                              std::chrono::milliseconds wait);
+
+// Now in unix milliseconds: the clock of FailureRecord::unix_ms.
+int64_t UnixMsNow();
 
 // {"engine":{"cpus":"0-15","mempolicy":"bind:0",...},...}: what each
 // started process actually got (or why it could not be read).

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/support/test.h"
 
@@ -94,6 +95,22 @@ TEST(StepRecords, TheEarliestNodeFailureOfThisStepUpToTheHeads) {
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->node, "ixn2");
   EXPECT_FALSE(EarliestNodeFailure(fd, 5, 1000, 1050).has_value());  // the head failed first
+  ::close(fd);
+}
+
+TEST(StepRecords, ANodeRecordThatArrivesDuringTheWaitIsFound) {
+  test::TempDir dir("ix-records");
+  const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_FALSE(AwaitNodeFailure(fd, 2, 1000, 1300, std::chrono::milliseconds(0)).has_value());
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    PutRecord(dir.path(), "node1", FailureJson(Record("engine", "ixn2", 1, 1200)));
+  });
+  std::optional<FailureRecord> f = AwaitNodeFailure(fd, 2, 1000, 1300, std::chrono::seconds(10));
+  late.join();
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->node, "ixn2");
   ::close(fd);
 }
 

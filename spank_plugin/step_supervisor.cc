@@ -14,7 +14,6 @@
 #include <fstream>
 #include <memory>
 #include <set>
-#include <thread>
 
 #include "core/base/file_text.h"
 #include "core/node/topology.h"
@@ -224,7 +223,7 @@ class Supervision {
   int Fail(const std::string& reason) {
     // The record first: whoever sees the client die (srun, a test, the
     // sweep) finds failure.json already there.
-    FailureRecord own{failed_process_, failed_pid_, reason, "", "", -1, failed_ms_ > 0 ? failed_ms_ : UnixMs()};
+    FailureRecord own{failed_process_, failed_pid_, reason, "", "", -1, failed_ms_ > 0 ? failed_ms_ : UnixMsNow()};
     if (!failed_log_.empty()) own.log_tail = LogTail(o_.result_dir_fd, failed_log_, 50);
     if (plan_.nodes > 1) {
       own.node = o_.node_name;
@@ -267,22 +266,10 @@ class Supervision {
   std::optional<FailureRecord> NodeFailedFirst(int64_t head_ms) const {
     if (plan_.nodes <= 1 || plan_.node_rank != 0) return std::nullopt;
     constexpr int64_t kLater = 250;
-    constexpr auto kWait = std::chrono::milliseconds(300);
     // A record older than this run (a second of clock skew allowed) is an
     // earlier step's in the same directory.
-    const int64_t since = started_ms_ - 1000;
-    const auto end = Clock::now() + kWait;
-    for (;;) {
-      std::optional<FailureRecord> f = EarliestNodeFailure(o_.result_dir_fd, plan_.nodes, since, head_ms + kLater);
-      if (f || Clock::now() >= end) return f;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-
-  static int64_t UnixMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
+    return AwaitNodeFailure(o_.result_dir_fd, plan_.nodes, started_ms_ - 1000, head_ms + kLater,
+                            std::chrono::milliseconds(300));
   }
 
   // " on node NAME (rank K of N)" in a step across nodes, else "".
@@ -526,7 +513,7 @@ class Supervision {
   int ServerExited(const ProcessExit& x) {
     // When it was seen, not when it was judged: telling a failure from the
     // head's goodbye below may wait for the engine's own exit.
-    failed_ms_ = UnixMs();
+    failed_ms_ = UnixMsNow();
     if (plan_.node_rank > 0) {
       if (std::optional<ProcessExit> root = GoodbyeFromHead(x)) return EndWithHead(root->Describe());
     }
@@ -596,7 +583,7 @@ class Supervision {
   std::vector<Started> started_;
   std::vector<ProcessId> known_;  // descendants seen at readiness
   bool ready_ = false;
-  const int64_t started_ms_ = UnixMs();
+  const int64_t started_ms_ = UnixMsNow();
   std::string failed_process_;
   pid_t failed_pid_ = 0;
   int64_t failed_ms_ = 0;  // when what failed was seen (0: when Fail runs)
