@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # repeat_timing_tests.sh [BUILD_DIR] [RUNS]: runs every unit test that waits,
 # times or races (processes, stops, watches, readiness probes, the port
-# broker, ix-stepd's launch, the sweep lock, the fakes' HTTP server) RUNS
+# broker, ix-stepd's launch, the sweep lock, every HTTP server a test talks
+# to and what its threads write after answering) RUNS
 # times (default 50) in BUILD_DIR (default <repo>/build-asan, an
 # -DIX_SANITIZE=ON build), with one busy loop per core so the tests share the
 # CPU as they do in CI. Prints a line per binary; exit 0 when nothing failed.
@@ -39,10 +40,12 @@ run spank_plugin/ixspank_test 'StepdLaunch*:StepDirs*'
 run submitter/sweep/sweep_test 'SweepDir*'
 run tests/fakes/http_server_test '*'
 # The node agent's threads and servers (delivery with its backoff, /metrics,
-# loopback fetches with deadlines), the collector's server, the sweep's
-# stream (an in-process collector fed while the driver watches).
-run node_agent/agent_delivery_test 'Delivery*:Spool*'
-run node_agent/agent_metrics_test 'MetricsServer*:LoopbackFetch*:EngineMetrics*'
-run submitter/collector/collector_test 'Collector*'
+# loopback fetches with deadlines, the hang watch's scrapes), the
+# collector's server with its admission gate and work queue (its access log
+# is written after the answer, on the server's thread), the sweep's stream
+# (an in-process collector fed while the driver watches).
+run node_agent/agent_delivery_test 'Delivery*:Spool*:EventSocket*'
+run node_agent/agent_metrics_test 'MetricsServer*:LoopbackFetch*:EngineMetrics*:HangWatch*'
+run submitter/collector/collector_test 'Collector*:RequestGate*:BoundedWorkQueue*'
 run submitter/sweep/sweep_stream_test '*'
 exit $status
