@@ -23,8 +23,8 @@ for i in $(seq "$runs"); do
   t=$(now_ms); sbatch --hold --parsable --wrap true >/dev/null; echo $(($(now_ms) - t)) >>"$tmp/base"
   t=$(now_ms)
   # shellcheck disable=SC2086
-  "$build/submitter/ixsubmit" sweep full-sweep-fail-fast --config-files "$repo/recipes/examples/dsv41flash-b300.yaml" \
-    --config-keys dsv41flash-fp4-b300-vllm-agentic-dspark --conc $concs --no-watch --no-container \
+  "$build/submitter/ixsubmit" sweep full-sweep-fail-fast --config-files "$repo/recipes/examples/dsv41flash-b300-1k1k.yaml" \
+    --config-keys dsv41flash-fp4-b300-vllm --conc $concs --no-watch --no-container \
     --sweep-dir "$tmp/s$i" --db "$tmp/ix.db" -- ix-fake-client >"$tmp/out$i"
   echo $(($(now_ms) - t)) >>"$tmp/sweep"
   scancel --user="$(id -un)"

@@ -2,10 +2,12 @@
 # main-job.sh: the main job on the embedded default. Installs what is
 # needed, builds, starts the private local Slurm cluster with the plugin
 # loaded and a node agent beside it, runs a dep4 job step of the default
-# recipe through it on the fake engine, router and client, then a sweep
-# whose results reach the sweep directory only through the agent and the
-# sweep's collector, and prints the client's result and where everything
-# is. Run as root on Debian 12.
+# recipe through it on the fake engine, router and client, then a sweep of
+# the seed's agentic rows (AgentX traces replayed by the fake AIPerf) beside
+# their fixed-seq-len companion (benchmark_serving.py's command, the fake
+# client behind it), whose results reach the sweep directory only through
+# the agent and the sweep's collector, and prints the client's result and
+# where everything is. Run as root on Debian 12.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo"
@@ -50,7 +52,9 @@ PATH=$repo/build/tests/fakes/bin:$PATH IX_RESULT_DIR=$out/dep4-step FAKE_VLLM_RE
 python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["summary"], indent=1))' "$out/dep4-step/result.json"
 # --no-container: the local cluster has no Pyxis, so the steps run on the host
 # instead of in the config row's image.
-echo "== ixsubmit sweep full-sweep-fail-fast over recipes/examples/dsv41flash-b300.yaml (TP4 1-128, TEP4/DEP4 32-128)"
+echo "== ixsubmit sweep full-sweep-fail-fast: the agentic rows of recipes/examples/dsv41flash-b300.yaml and the"
+echo "   fixed-seq-len rows of recipes/examples/dsv41flash-b300-1k1k.yaml (TP4 1-128, TEP4/DEP4 32-128 each),"
+echo "   each entry with InferenceX's own client command (agentic replays ${IX_AGENTIC_DURATION:-20} s: a smoke run)"
 rm -rf "$out/sweep" "$out/ix.db"*
 # The fake engine's latency model (tests/fakes/README.md): a per-token delay
 # that grows with the sequences running on a rank, and a prefill delay, so
@@ -60,10 +64,12 @@ PATH=$repo/build/tests/fakes/bin:$PATH FAKE_VLLM_RECORD_DIR=$out/sweep-records \
   FAKE_VLLM_TOKEN_DELAY_MS=${FAKE_VLLM_TOKEN_DELAY_MS:-0.3} \
   FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS=${FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS:-0.1} \
   FAKE_VLLM_PREFILL_MS_PER_1K=${FAKE_VLLM_PREFILL_MS_PER_1K:-20} \
-  build/submitter/ixsubmit sweep full-sweep-fail-fast --config-files recipes/examples/dsv41flash-b300.yaml \
-  --config-keys dsv41flash-fp4-b300-vllm-agentic-dspark --sweep-dir "$out/sweep" --db "$out/ix.db" \
-  --no-container --agent-socket "$agent_dir/agent.sock" --node-results "$out/node-results" \
-  -- ix-fake-client --sessions 32 --turns 1
+  build/submitter/ixsubmit sweep full-sweep-fail-fast \
+  --config-files recipes/examples/dsv41flash-b300-1k1k.yaml recipes/examples/dsv41flash-b300.yaml \
+  --config-keys dsv41flash-fp4-b300-vllm dsv41flash-fp4-b300-vllm-agentic-dspark \
+  --sweep-dir "$out/sweep" --db "$out/ix.db" --no-container --agent-socket "$agent_dir/agent.sock" \
+  --node-results "$out/node-results" --duration "${IX_AGENTIC_DURATION:-20}" \
+  --bench-serving-dir "$repo/tests/fakes/inferencex-workspace"
 build/submitter/ixsubmit status --db "$out/ix.db" "$(build/submitter/ixsubmit status --db "$out/ix.db" | awk 'NR==2 {print $1}')" |
   tee "$out/sweep-status.txt"
 sweep_id=$(build/submitter/ixsubmit status --db "$out/ix.db" | awk 'NR==2 {print $1}')

@@ -119,8 +119,8 @@ TEST_F(ImagesImport, ImportsWhatIsMissingOnceAndNamesWhatFailed) {
 TEST_F(ImagesImport, ASelectionImportsItsRowsImages) {
   const std::string sq = dir_ + "/sq";
   EXPECT_EQ(Run({"import", "--squash-dir", sq, "--dry-run", "--config-files",
-                 IX_SOURCE_DIR "/recipes/examples/dsv41flash-b300.yaml", "--config-keys",
-                 "dsv41flash-fp4-b300-vllm-agentic-dspark"}),
+                 IX_SOURCE_DIR "/recipes/examples/dsv41flash-b300-1k1k.yaml", "--config-keys",
+                 "dsv41flash-fp4-b300-vllm"}),
             0)
       << out_ << err_;
   EXPECT_TRUE(Contains(out_, "vllm/vllm-openai:nightly: importing into " + sq +

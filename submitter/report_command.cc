@@ -16,7 +16,9 @@ constexpr char kUsage[] =
     "Usage: ixsubmit report [SWEEP_ID] [--db PATH] [-o FILE]\n"
     "Writes the sweep (the newest without SWEEP_ID) as one self-contained HTML page: throughput per GPU\n"
     "against interactivity per arm (Pareto frontier), TTFT against concurrency, energy per output token,\n"
-    "DEP session spread, and every entry with its state, placement, failure and logs.\n"
+    "DEP session spread; for agentic-coding entries throughput against interactivity, TTFT by turn,\n"
+    "prefix-cache hit rate against concurrency, KV cache usage over time and per-DP-rank sessions and\n"
+    "hit rates; and every entry with its kind, state, placement, failure and logs.\n"
     "FILE defaults to report.html in the sweep directory.\n";
 
 std::string UtcNow() {

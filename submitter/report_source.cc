@@ -2,9 +2,12 @@
 
 #include <rapidjson/document.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "core/base/file_text.h"
+#include "submitter/report/agentic_read.h"
 #include "submitter/sweep/sweep_mode.h"
 
 namespace ix {
@@ -51,6 +54,15 @@ void Links(const EntryResults& e, const std::string& report_dir, ReportEntry& r)
     }
   }
   if (!e.agg_path.empty()) r.logs.emplace_back("agg result", RelativeTo(e.agg_path, report_dir));
+  if (!IsAgentic(r)) return;
+  const std::string aggregate = AgenticAggregateName(e.result_dir);
+  if (!aggregate.empty() && std::find(e.files.begin(), e.files.end(), aggregate) != e.files.end()) {
+    r.logs.emplace_back("agentic result", RelativeTo(e.result_dir + "/" + aggregate, report_dir));
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(e.result_dir + "/aiperf_artifacts", ec)) {
+    r.logs.emplace_back("aiperf artifacts", RelativeTo(e.result_dir + "/aiperf_artifacts", report_dir) + "/");
+  }
 }
 
 void Metrics(const rapidjson::Value& agg, ReportEntry& r) {
@@ -100,8 +112,15 @@ ReportData MakeReportData(const SweepResults& s, const std::string& report_dir, 
     if (!entry.Parse(rec.entry_json.c_str()).HasParseError() && entry.IsObject()) {
       r.gpus = static_cast<int64_t>(Num(entry, "tp").value_or(0) * Num(entry, "pp").value_or(1) *
                                     Num(entry, "pcp-size").value_or(1));
+      if (entry.HasMember("scenario-type") && entry["scenario-type"].IsString() &&
+          std::string(entry["scenario-type"].GetString()) == kAgenticCoding) {
+        r.scenario = kAgenticCoding;
+      }
     }
-    if (e.agg) Metrics(*e.agg, r);
+    // An agentic entry has no agg_*.json: its numbers are InferenceX's
+    // agentic aggregate and AIPerf's artifacts (agentic_read.h).
+    ReadAgenticEntry(e.result_dir, r);
+    if (e.agg && !IsAgentic(r)) Metrics(*e.agg, r);
     Links(e, report_dir, r);
     d.entries.push_back(std::move(r));
   }

@@ -1,7 +1,8 @@
 // The report's data (report/report_data.h) made from a sweep's stored
 // results (sweep_results.h): each entry's record, the numbers of its agg
-// result, where ix-stepd placed it, and links to its files relative to the
-// folder the report is written in.
+// result (or, for an agentic-coding entry, of its agentic aggregate and
+// AIPerf artifacts: report/agentic_read.h), where ix-stepd placed it, and
+// links to its files relative to the folder the report is written in.
 #pragma once
 
 #include <string>

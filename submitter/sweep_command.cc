@@ -11,6 +11,8 @@
 #include "core/process/process.h"
 #include "core/recipe/recipe_dir.h"
 #include "submitter/matrix_options.h"
+#include "submitter/results/benchmark_env.h"
+#include "submitter/sweep/entry_client.h"
 #include "submitter/sweep/slurm_cli.h"
 #include "submitter/sweep/stream_options.h"
 #include "submitter/sweep/sweep_collector.h"
@@ -32,7 +34,7 @@ namespace {
 const char kMe[] = "ixsubmit sweep";
 
 const char kUsage[] =
-    "Usage: ixsubmit sweep MODE --config-files FILE... [--config-keys KEY... | FILTERS] [OPTIONS] -- CLIENT...\n"
+    "Usage: ixsubmit sweep MODE --config-files FILE... [--config-keys KEY... | FILTERS] [OPTIONS] [-- CLIENT...]\n"
     "       ixsubmit sweep --resume SWEEP_ID [--db PATH]\n"
     "\n"
     "Run an InferenceX sweep on this Slurm cluster: the canary (where MODE has one) as\n"
@@ -40,6 +42,10 @@ const char kUsage[] =
     "task runs `srun --inferencex-recipe=R --inferencex-arm=A --inferencex-conc=C CLIENT...`,\n"
     "in the config row's image under Pyxis (--container-image, the model and result\n"
     "directories mounted) unless --no-container.\n"
+    "Without CLIENT each entry runs InferenceX's own client for its scenario: agentic-coding\n"
+    "entries AIPerf's AgentX replay (the image's aiperf, or $AIPERF_CLI) as build_replay_cmd\n"
+    "builds it, fixed-seq-len entries benchmark_serving.py as run_benchmark_serving builds it;\n"
+    "--dry-run shows every entry's command.\n"
     "MODE: sweep-enabled, full-sweep-enabled, full-sweep-fail-fast,\n"
     "full-sweep-fail-fast-no-canary, non-canary-full-sweep-enabled.\n"
     "With --config-keys the selection is test-config's, otherwise full-sweep's filters.\n"
@@ -62,6 +68,15 @@ const char kContainerHelp[] =
     "  --no-container    run the steps on the hosts, without the rows' images (a cluster without\n"
     "                    Pyxis, such as the local test cluster)\n";
 
+const char kClientHelp[] =
+    "\nClients (without CLIENT; kept in sweep.json):\n"
+    "  --bench-serving-dir DIR  the InferenceX checkout the fixed-seq-len client runs\n"
+    "                    utils/bench_serving/benchmark_serving.py from, as the step sees it (default\n"
+    "                    /workspace, where InferenceX's launchers mount it)\n"
+    "  --duration SECONDS  agentic entries' DURATION, AIPerf's profiling window (default: the matrix\n"
+    "                    entry's, 3600); under 900 AIPerf's unsafe override is on, as in InferenceX's\n"
+    "                    smoke runs\n";
+
 const char kStreamHelp[] =
     "\nStream (node agents -> the sweep's collector; kept in sweep.json, so --resume uses the same):\n"
     "  --collector-listen ADDR:PORT  where the sweep's collector listens while ixsubmit submits and\n"
@@ -83,6 +98,7 @@ struct SweepCommandLine {
   std::vector<std::string> all;  // as given; stored with the sweep
   std::vector<std::string> args, client;
   std::optional<std::string> recipe_dir, sweep_dir, db, resume, squash_dir, model_dir;
+  ClientDefaults client_defaults;
   SubmitSettings settings;
   StreamOptions stream;
   bool dry_run = false, watch = true, no_container = false;
@@ -131,7 +147,7 @@ void ShowHelp(std::ostream& out) {
   out << kUsage << "\nSelection (as ixsubmit matrix full-sweep; --config-keys/--conc as test-config):\n" << o
       << "\nSweep options:\n  --recipe-dir DIR  --sweep-dir DIR  --db PATH  --dry-run  --partition P  --account A  "
          "--time T  --exclusive  --throttle N (default 4)  --no-watch  --resume SWEEP_ID\n"
-      << kContainerHelp << kStreamHelp;
+      << kContainerHelp << kClientHelp << kStreamHelp;
 }
 
 // The sweep's own options come off first; the rest is the matrix selection
@@ -153,6 +169,11 @@ void ParseSweepOptions(SweepCommandLine& c) {
     else if (name == "--throttle") c.settings.throttle = ParseInt("throttle", value());
     else if (name == "--squash-dir") c.squash_dir = value();
     else if (name == "--model-dir") c.model_dir = value();
+    else if (name == "--bench-serving-dir") c.client_defaults.bench_serving_dir = value();
+    else if (name == "--duration") {
+      c.client_defaults.duration = ParseInt("duration", value());
+      if (c.client_defaults.duration < 1) throw Misuse{"argument --duration: must be a number of seconds >= 1"};
+    }
     else if (a == "--no-container") c.no_container = true;
     else if (a == "--exclusive") c.settings.exclusive = true;
     else if (a == "--dry-run") c.dry_run = true;
@@ -162,6 +183,10 @@ void ParseSweepOptions(SweepCommandLine& c) {
     else c.selection.push_back(a);
   }
   if (c.settings.throttle < 0) throw Misuse{"argument --throttle: must be >= 0"};
+  if (c.client_defaults.bench_serving_dir.empty() || c.client_defaults.bench_serving_dir[0] != '/') {
+    throw Misuse{"argument --bench-serving-dir: must be an absolute path, got '" +
+                 c.client_defaults.bench_serving_dir + "'"};
+  }
   if (Status s = CheckStreamOptions(c.stream); !s) throw Misuse{s.error().message};
   if (c.resume && (!c.other_options.empty() || !c.client.empty() || !c.mode_name.empty())) {
     const std::string got = !c.other_options.empty() ? c.other_options[0]
@@ -262,10 +287,6 @@ std::optional<int> PlanNewSweep(const SweepCommandLine& c, PlannedSweep& out) {
   } catch (const Misuse& m) {
     return Misused(m.message);
   }
-  if (c.client.empty()) {
-    std::cerr << kMe << ": error: no benchmark client: give its command after --, e.g. -- aiperf profile ...\n";
-    return 2;
-  }
   Result<MasterConfig> config = LoadMasterConfigFiles(sel.config_files);
   if (!config) return Failed(config.error().message);
   const SweepModeTraits traits = TraitsOf(mode.value());
@@ -276,6 +297,15 @@ std::optional<int> PlanNewSweep(const SweepCommandLine& c, PlannedSweep& out) {
   const std::string rdir = ResolveRecipeDir(c.recipe_dir.value_or(""));
   Result<SweepPlan> plan = PlanSweep(mode.value(), buckets.value(), rdir, MaxArraySize(CurrentEnvironment()));
   if (!plan) return Failed(plan.error().message);
+  if (c.client.empty()) {
+    for (const PlannedEntry& e : plan.value().entries) {
+      if (!e.eval_only) continue;
+      return std::cerr << kMe << ": error: entry " << e.index << " (" << e.config_key << " " << e.arm << " conc "
+                       << e.conc << ") is eval-only: InferenceX's evals (lm-eval, SWE-bench) have no command here; "
+                       << "give the client after --, or leave evals out with --no-evals\n",
+             2;
+    }
+  }
 
   out.mode = mode.value();
   SweepManifest& m = out.m;
@@ -286,6 +316,7 @@ std::optional<int> PlanNewSweep(const SweepCommandLine& c, PlannedSweep& out) {
   m.recipe_dir = rdir;
   m.fail_fast = traits.fail_fast;
   m.client = c.client;
+  m.client_defaults = c.client_defaults;
   m.settings = c.settings;
   m.container = container.value();
   m.stream.agent_socket = c.stream.agent_socket;
@@ -354,7 +385,18 @@ std::optional<int> TakeSweepDir(const SweepCommandLine& c, SweepManifest& m, Slu
   return std::nullopt;
 }
 
-// --dry-run: each job's sbatch line and script, and what its first entry's step runs.
+// What entry `index`'s step would run as its client, on a node called NODE.
+std::string DryRunClient(const SweepManifest& m, int64_t index) {
+  const PlannedEntry& e = m.plan.entries[static_cast<size_t>(index)];
+  const std::string rdir = TaskResultDir(m, e.index);
+  Result<EnvVars> contract = BenchmarkEnvironment(e, "NODE", ContractOptions{rdir, m.client_defaults.duration});
+  if (!contract) return "(" + contract.error().message + ")";
+  Result<EntryClient> c = ResolveEntryClient(m, e, contract.value(), rdir, CurrentEnvironment());
+  return c ? c.value().description : "(" + c.error().message + ")";
+}
+
+// --dry-run: each job's sbatch line and script, what its first entry's
+// step runs, and every entry's client.
 int PrintDryRun(const SweepManifest& m) {
   for (const PlannedJob& j : m.plan.jobs) {
     std::string line = "sbatch --parsable";
@@ -362,11 +404,12 @@ int PrintDryRun(const SweepManifest& m) {
     std::printf("# %s: %zu entries\n%s %s\n", j.key.c_str(), j.entries.size(), line.c_str(), ScriptPath(m, j).c_str());
     int err = 0;
     std::printf("%s", ReadFileText(ScriptPath(m, j), &err).c_str());
+    const PlannedEntry& e = m.plan.entries[static_cast<size_t>(j.entries[0])];
     std::string step;
-    for (const std::string& a : StepSrunArgv(m, m.plan.entries[static_cast<size_t>(j.entries[0])], PathExistsOnDisk)) {
-      step += (step.empty() ? "" : " ") + a;
-    }
-    std::printf("# its entry %lld runs: %s\n\n", static_cast<long long>(j.entries[0]), step.c_str());
+    for (const std::string& a : StepSrunArgv(m, e, PathExistsOnDisk, {"CLIENT"})) step += (step.empty() ? "" : " ") + a;
+    std::printf("# its entry %lld runs: %s\n", static_cast<long long>(e.index), step.c_str());
+    for (int64_t i : j.entries) std::printf("#   entry %lld CLIENT: %s\n", static_cast<long long>(i), DryRunClient(m, i).c_str());
+    std::printf("\n");
   }
   std::printf("dry run: nothing submitted; the sweep files are in %s\n", m.sweep_dir.c_str());
   return 0;

@@ -2,7 +2,7 @@
 """Opens an `ixsubmit report` HTML file in headless Chromium and checks it.
 
 report_browser_test.py REPORT.html [--charts N] [--series N] [--min-points N]
-                       [--screenshot PNG] [--timeout S]
+                       [--kinds KIND=N,...] [--screenshot PNG] [--timeout S]
 
 Talks to chromedriver's WebDriver HTTP API (Python's standard library only):
 starts /usr/bin/chromedriver on a free port, opens a session of headless
@@ -10,7 +10,9 @@ Chromium with a fresh profile under a temporary directory, loads the file,
 and then, in the page:
 - counts the charts (svg.ix-chart, by data-chart kind), the series
   (g.ix-series) and the points (.ix-point), and compares them with
-  --charts (exact), --series (exact) and --min-points (at least);
+  --charts (exact), --series (exact) and --min-points (at least), and the
+  charts of each kind named in --kinds (exact; e.g. agentic-kv-usage=3,
+  agentic-ttft-turn=1: the agentic-coding charts, report/agentic_charts.h);
 - fails when a chart has an empty bounding box, a series has no point, a
   point has no <title> tooltip, or the page loaded any resource (the report
   must be self-contained);
@@ -201,6 +203,10 @@ def check(page, logs, args):
         problems.append(f"{page['series']} series, expected {args.series}")
     if args.min_points is not None and page["points"] < args.min_points:
         problems.append(f"{page['points']} points, expected at least {args.min_points}")
+    seen = dict(page["kinds"])
+    for kind, n in (args.kinds or {}).items():
+        if seen.get(kind, 0) != n:
+            problems.append(f"{seen.get(kind, 0)} charts of kind {kind!r}, expected {n}")
     problems += page["empty_charts"]
     problems += [f"series {name!r} has no point" for name in page["series_without_points"]]
     if page["points_without_title"]:
@@ -257,6 +263,17 @@ def run(args, work_dir):
         stop_process_group(process)
 
 
+def kind_counts(text):
+    """--kinds' value: "KIND=N,KIND=N" as {KIND: N}."""
+    counts = {}
+    for part in filter(None, text.split(",")):
+        kind, sep, n = part.partition("=")
+        if not sep or not kind or not n.isdigit():
+            raise argparse.ArgumentTypeError(f"{part!r} is not KIND=N")
+        counts[kind] = int(n)
+    return counts
+
+
 def on_alarm(signum, frame):
     raise Failure("the whole run took longer than --timeout")
 
@@ -271,6 +288,8 @@ def main():
     parser.add_argument("--charts", type=int, help="exact number of svg.ix-chart")
     parser.add_argument("--series", type=int, help="exact number of g.ix-series")
     parser.add_argument("--min-points", type=int, help="least number of .ix-point")
+    parser.add_argument("--kinds", type=kind_counts, metavar="KIND=N,...",
+                        help="exact number of charts of each kind (data-chart) named")
     parser.add_argument("--screenshot", metavar="PNG", help="save a full-page screenshot")
     parser.add_argument("--timeout", type=int, default=180, help="seconds for the whole run (default 180)")
     args = parser.parse_args()

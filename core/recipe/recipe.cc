@@ -42,7 +42,7 @@ class Loader {
   Recipe Load(uint32_t root) {
     r_.CheckKeys(root, "",
                  {"schema", "name", "description", "serves", "variables", "cudagraph_capture",
-                  "host_memory", "engine", "router", "client_env", "arms"});
+                  "host_memory", "engine", "router", "client_env", "kv_offload", "arms"});
     Recipe recipe;
     recipe.file = r_.file();
     const uint32_t schema = r_.Required(root, "", "schema");
@@ -73,6 +73,7 @@ class Loader {
       recipe.router = LoadProcess(rt, "router", "router.log");
     }
     if (const uint32_t e = r_.Find(root, "client_env"); e != kNone) recipe.client_env = LoadEnv(e, "client_env");
+    if (const uint32_t k = r_.Find(root, "kv_offload"); k != kNone) LoadKvOffload(k, recipe);
     const uint32_t arms = r_.Required(root, "", "arms");
     r_.RequireMap(arms, "arms");
     if (r_.Size(arms) == 0) r_.Fail(arms, "arms", "at least one arm is required");
@@ -146,6 +147,20 @@ class Loader {
                                           Child(field, "tokens_per_request"));
     c.max = r_.PositiveInt(r_.Required(node, field, "max"), Child(field, "max"));
     return c;
+  }
+
+  void LoadKvOffload(uint32_t map, Recipe& recipe) {
+    ForEachEntry(map, "kv_offload", [&](const std::string& name, uint32_t key, uint32_t def) {
+      const std::string field = Child("kv_offload", name);
+      if (!IsLowerName(name) || name == "none") {
+        r_.Fail(key, field, "'" + name + "' is not a tier name (lower-case letters, digits, '-', '_', '.'; not 'none')");
+      }
+      r_.CheckKeys(def, field, {"doc"});
+      KvOffloadTier tier;
+      tier.name = name;
+      if (const uint32_t d = r_.Find(def, "doc"); d != kNone) tier.doc = r_.String(d, Child(field, "doc"));
+      recipe.kv_offload.push_back(std::move(tier));
+    });
   }
 
   void LoadHostMemory(uint32_t list, Recipe& recipe) {
@@ -452,6 +467,13 @@ const std::vector<std::string>& PerGpuVariables() {
 const Arm* Recipe::FindArm(const std::string& arm_name) const {
   for (const Arm& a : arms) {
     if (a.name == arm_name) return &a;
+  }
+  return nullptr;
+}
+
+const KvOffloadTier* Recipe::FindKvOffload(const std::string& tier_name) const {
+  for (const KvOffloadTier& t : kv_offload) {
+    if (t.name == tier_name) return &t;
   }
   return nullptr;
 }

@@ -162,6 +162,14 @@ struct Arm {
   std::string where;
 };
 
+// A KV offload tier the recipe serves (`kv_offload: NAME:`), selected by a
+// config row's kv-offload-backend name (InferenceX: vllm-simple,
+// mooncake). Invariant: names are unique and lower-case.
+struct KvOffloadTier {
+  std::string name;
+  std::string doc;
+};
+
 // A loaded recipe; its invariants are at the top of this file.
 struct Recipe {
   std::string file;
@@ -174,9 +182,11 @@ struct Recipe {
   ProcessTemplate engine;
   std::optional<ProcessTemplate> router;
   std::vector<EnvTemplate> client_env;
+  std::vector<KvOffloadTier> kv_offload;
   std::vector<Arm> arms;
 
   const Arm* FindArm(const std::string& name) const;
+  const KvOffloadTier* FindKvOffload(const std::string& name) const;
   std::vector<std::string> ArmNames() const;
   const RecipeVariable* FindVariable(const std::string& name) const;
 };

@@ -73,7 +73,7 @@ TEST(Recipe, TheShippedRecipeLoadsWithItsArms) {
   EXPECT_EQ(r.value().host_memory[0].per, HostMemoryNeed::Per::kDpRank);
   EXPECT_TRUE(r.value().router.has_value());
   EXPECT_EQ(r.value().serves, (std::vector<std::string>{"dsv41flash-fp4-b300-vllm-agentic-dspark",
-                                                        "dsv41flash-fp4-b300-vllm-multinode"}));
+                                                        "dsv41flash-fp4-b300-vllm", "dsv41flash-fp4-b300-vllm-multinode"}));
 }
 
 TEST(Recipe, UndeclaredTemplateVariableIsALoadErrorWithLocation) {
@@ -83,6 +83,21 @@ TEST(Recipe, UndeclaredTemplateVariableIsALoadErrorWithLocation) {
   EXPECT_NE(msg.find("unknown variable ${MODLE} in arm 'tp2'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("declared: "), std::string::npos) << msg;
   EXPECT_NE(msg.find("MODEL"), std::string::npos) << msg;
+}
+
+TEST(Recipe, KvOffloadTiersAreNamedAndChecked) {
+  const std::string tiers = "kv_offload:\n  vllm-simple: {doc: host DRAM}\n  mooncake: {}\narms:";
+  Result<Recipe> r = LoadRecipeString(test::ReplaceOnce(kMinimal, "arms:", tiers), "r.yaml");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r.value().kv_offload.size(), 2u);
+  EXPECT_EQ(r.value().kv_offload[0].doc, "host DRAM");
+  EXPECT_NE(r.value().FindKvOffload("mooncake"), nullptr);
+  EXPECT_EQ(r.value().FindKvOffload("lmcache"), nullptr);
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "arms:", "kv_offload:\n  none: {}\narms:"))
+                .find("field 'kv_offload.none': 'none' is not a tier name"),
+            std::string::npos);
+  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "arms:", "kv_offload:\n  x: {size: 1}\narms:")).find("size"),
+            std::string::npos);
 }
 
 TEST(Recipe, PortOfAnotherArmIsNotInScope) {

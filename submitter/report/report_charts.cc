@@ -1,45 +1,13 @@
 #include "submitter/report/report_charts.h"
 
 #include <algorithm>
-#include <functional>
 
-#include "submitter/report/pareto.h"
 #include "submitter/report/report_text.h"
 
 namespace ix {
 namespace {
 
-constexpr const char* kDot = " \xc2\xb7 ";  // " · " between a tooltip's parts
-
-// One arm's entries, sorted by conc (then sweep order).
-struct ArmEntries {
-  std::string arm;
-  std::vector<const ReportEntry*> entries;
-};
-
-// The entries of `group` that `keep` accepts, by arm in order of first
-// appearance.
-std::vector<ArmEntries> ByArm(const ConfigGroup& group, const std::function<bool(const ReportEntry&)>& keep) {
-  std::vector<ArmEntries> arms;
-  for (const ReportEntry* e : group.entries) {
-    if (!keep(*e)) continue;
-    auto it = std::find_if(arms.begin(), arms.end(), [&](const ArmEntries& a) { return a.arm == e->arm; });
-    if (it == arms.end()) it = arms.insert(arms.end(), ArmEntries{e->arm, {}});
-    it->entries.push_back(e);
-  }
-  for (ArmEntries& a : arms) {
-    std::stable_sort(a.entries.begin(), a.entries.end(),
-                     [](const ReportEntry* x, const ReportEntry* y) { return x->conc < y->conc; });
-  }
-  return arms;
-}
-
-bool Charted(const ReportEntry& e) { return e.has_result; }
-
-// "dep4 · conc 64": how a tooltip starts.
-std::string Who(const ReportEntry& e) { return e.arm + kDot + "conc " + std::to_string(e.conc); }
-
-std::string EntryTag(const ReportEntry& e) { return std::string(kDot) + "entry " + std::to_string(e.index); }
+bool Charted(const ReportEntry& e) { return e.has_result && !IsAgentic(e); }
 
 }  // namespace
 
@@ -53,29 +21,19 @@ std::vector<ConfigGroup> GroupByConfig(const ReportData& data) {
   return groups;
 }
 
+bool HasFixedSeqLen(const ConfigGroup& group) {
+  return std::any_of(group.entries.begin(), group.entries.end(), [](const ReportEntry* e) { return !IsAgentic(*e); });
+}
+
+bool HasAgentic(const ConfigGroup& group) {
+  return std::any_of(group.entries.begin(), group.entries.end(), [](const ReportEntry* e) { return IsAgentic(*e); });
+}
+
 bool HasEnergy(const ReportEntry& e) { return e.has_result && e.power_valid && e.joules_per_output_token.has_value(); }
 
 XyChart ThroughputChart(const ConfigGroup& group) {
-  XyChart chart;
-  chart.kind = "throughput-interactivity";
-  chart.title = "Throughput per GPU vs interactivity";
-  chart.x_label = "interactivity (tok/s/user)";
-  chart.y_label = "throughput per GPU (tok/s/GPU)";
-  const auto arms = ByArm(group, Charted);
-  std::vector<ParetoPoint> all;
-  for (size_t i = 0; i < arms.size(); ++i) {
-    ChartSeries s{arms[i].arm, DefaultStyle(i), {}};
-    for (const ReportEntry* e : arms[i].entries) {
-      s.points.push_back({e->median_intvty, e->tput_per_gpu,
-                          Who(*e) + kDot + FormatTokS(e->tput_per_gpu) + " tok/s/gpu" + kDot +
-                              FormatTokS(e->median_intvty) + " tok/s/user" + EntryTag(*e),
-                          std::to_string(e->conc)});
-      all.push_back({e->median_intvty, e->tput_per_gpu});
-    }
-    chart.series.push_back(std::move(s));
-  }
-  for (const size_t k : ParetoFrontier(all)) chart.frontier.emplace_back(all[k].x, all[k].y);
-  return chart;
+  return ThroughputInteractivity(ByArm(group, Charted), "throughput-interactivity",
+                                 "Throughput per GPU vs interactivity");
 }
 
 XyChart TtftChart(const ConfigGroup& group) {
@@ -87,12 +45,7 @@ XyChart TtftChart(const ConfigGroup& group) {
   chart.log2_x = true;
   const auto arms = ByArm(group, Charted);
   for (size_t i = 0; i < arms.size(); ++i) {
-    // The arm's two series share colour and shape; p99 is dashed and hollow.
-    SeriesStyle mean_style = DefaultStyle(i);
-    mean_style.dash.clear();
-    SeriesStyle p99_style = mean_style;
-    p99_style.dash = "7 4";
-    p99_style.hollow = true;
+    const auto [mean_style, p99_style] = PairedStyles(i);
     ChartSeries mean{arms[i].arm + " mean", mean_style, {}};
     ChartSeries p99{arms[i].arm + " p99", p99_style, {}};
     for (const ReportEntry* e : arms[i].entries) {
@@ -109,7 +62,7 @@ XyChart TtftChart(const ConfigGroup& group) {
 }
 
 std::optional<XyChart> EnergyChart(const ConfigGroup& group) {
-  const auto arms = ByArm(group, HasEnergy);
+  const auto arms = ByArm(group, [](const ReportEntry& e) { return HasEnergy(e) && !IsAgentic(e); });
   if (arms.empty()) return std::nullopt;
   XyChart chart;
   chart.kind = "energy";
@@ -130,33 +83,16 @@ std::optional<XyChart> EnergyChart(const ConfigGroup& group) {
 }
 
 std::optional<BarChart> DepSessionsChart(const ConfigGroup& group) {
-  const auto arms =
-      ByArm(group, [](const ReportEntry& e) { return e.has_result && !e.sessions_per_rank.empty(); });
-  if (arms.empty()) return std::nullopt;
-  BarChart chart;
-  chart.kind = "dep-sessions";
-  chart.title = "Sessions per data-parallel rank";
-  chart.x_label = arms.size() == 1 ? arms[0].arm + " entries (concurrency)" : "entries (arm, concurrency)";
-  chart.y_label = "sessions served (count)";
-  size_t ranks = 0;
-  for (const ArmEntries& a : arms) {
-    for (const ReportEntry* e : a.entries) {
-      BarGroup g;
-      g.label = arms.size() == 1 ? "conc " + std::to_string(e->conc) : e->arm + kDot + std::to_string(e->conc);
-      for (size_t r = 0; r < e->sessions_per_rank.size(); ++r) {
-        g.values.push_back(static_cast<double>(e->sessions_per_rank[r]));
-        g.tooltips.push_back(Who(*e) + kDot + "rank " + std::to_string(r) + kDot +
-                             std::to_string(e->sessions_per_rank[r]) + " sessions" + EntryTag(*e));
-      }
-      ranks = std::max(ranks, e->sessions_per_rank.size());
-      chart.groups.push_back(std::move(g));
-    }
-  }
-  for (size_t r = 0; r < ranks; ++r) {
-    chart.series_names.push_back("rank " + std::to_string(r));
-    chart.bar_labels.push_back(std::to_string(r));
-  }
-  return chart;
+  RankBarsSpec spec;
+  spec.kind = "dep-sessions";
+  spec.title = "Sessions per data-parallel rank";
+  spec.y_label = "sessions served (count)";
+  spec.values = [](const ReportEntry& e) {
+    return std::vector<double>(e.sessions_per_rank.begin(), e.sessions_per_rank.end());
+  };
+  spec.describe = [](double v) { return FormatFixed(v, 0) + " sessions"; };
+  return RankBarChart(ByArm(group, [](const ReportEntry& e) { return Charted(e) && !e.sessions_per_rank.empty(); }),
+                      spec);
 }
 
 }  // namespace ix

@@ -1,6 +1,7 @@
-// The charts of one config key's section of the report, as chart specs
+// The charts of one config key's fixed-seq-len entries, as chart specs
 // (XyChart, BarChart) built from its entries, so what each chart holds is
-// tested apart from the SVG. Only entries with has_result are charted.
+// tested apart from the SVG. Only fixed-seq-len entries (not IsAgentic)
+// with has_result are charted; agentic entries have agentic_charts.h.
 //
 // What each gives (the browser test's expected counts follow from this):
 // - ThroughputChart ("throughput-interactivity"): a series per arm (arms in
@@ -19,24 +20,20 @@
 #pragma once
 
 #include <optional>
-#include <string>
 #include <vector>
 
-#include "submitter/report/report_data.h"
-#include "submitter/report/svg_bars.h"
-#include "submitter/report/svg_chart.h"
+#include "submitter/report/chart_parts.h"
 
 namespace ix {
-
-// The entries of one config key, in sweep order.
-struct ConfigGroup {
-  std::string key;
-  std::vector<const ReportEntry*> entries;
-};
 
 // The config keys of `data` in order of first appearance, each with its
 // entries (pointers into `data`, which must outlive the result).
 std::vector<ConfigGroup> GroupByConfig(const ReportData& data);
+
+// Whether `group` has an entry of each kind (a config key may have both
+// scenarios; each gets its own charts).
+bool HasFixedSeqLen(const ConfigGroup& group);
+bool HasAgentic(const ConfigGroup& group);
 
 XyChart ThroughputChart(const ConfigGroup& group);
 XyChart TtftChart(const ConfigGroup& group);

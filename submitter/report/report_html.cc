@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "submitter/report/agentic_charts.h"
+#include "submitter/report/agentic_read.h"
 #include "submitter/report/report_charts.h"
 #include "submitter/report/report_table.h"
 #include "submitter/report/report_text.h"
@@ -30,6 +32,7 @@ ul.ix-counts li.ix-count-failed { border: 2px solid #a50e0e; font-weight: 600; }
 figure.ix-figure { margin: 0; border: 1px solid #dddddd; border-radius: 4px; padding: 4px; max-width: 100%;
   overflow-x: auto; }
 svg.ix-chart { display: block; }
+h3.ix-kind { font-size: 1.05em; margin: 16px 0 8px; }
 .ix-point:hover { stroke-width: 3; }
 p.ix-note { border-left: 4px solid #999999; padding: 4px 8px; background: #f6f6f6; max-width: 720px; }
 .ix-table-wrap { overflow-x: auto; }
@@ -86,10 +89,9 @@ std::string Nav(const std::vector<ConfigGroup>& groups) {
 
 std::string Figure(const std::string& svg) { return "<figure class=\"ix-figure\">" + svg + "</figure>\n"; }
 
-std::string Section(const ConfigGroup& group, size_t index) {
-  std::string out = "<section class=\"ix-config\" id=\"" + ConfigSectionId(index) + "\">\n<h2 class=\"ix-key\">" +
-                    EscapeXml(group.key) + "</h2>\n<div class=\"ix-charts\">\n";
-  out += Figure(RenderXyChart(ThroughputChart(group)));
+// The fixed-seq-len charts (report_charts.h), drawn from those entries only.
+std::string FixedSeqLenCharts(const ConfigGroup& group) {
+  std::string out = Figure(RenderXyChart(ThroughputChart(group)));
   out += Figure(RenderXyChart(TtftChart(group)));
   if (const auto energy = EnergyChart(group)) {
     out += Figure(RenderXyChart(*energy));
@@ -98,7 +100,47 @@ std::string Section(const ConfigGroup& group, size_t index) {
            "has valid power readings (J/output token).</p>\n";
   }
   if (const auto dep = DepSessionsChart(group)) out += Figure(RenderBarChart(*dep));
-  return out + "</div>\n</section>\n";
+  return out;
+}
+
+// The agentic-coding charts (agentic_charts.h), with a note where one
+// cannot be drawn or was drawn from part of a file.
+std::string AgenticCharts(const ConfigGroup& group) {
+  std::string out = Figure(RenderXyChart(AgenticThroughputChart(group)));
+  out += Figure(RenderXyChart(TurnTtftChart(group)));
+  if (std::any_of(group.entries.begin(), group.entries.end(),
+                  [](const ReportEntry* e) { return e->agentic.profile_truncated; })) {
+    out += "<p class=\"ix-note ix-truncated\">TTFT by turn: only the first " + std::to_string(kMaxProfileLines) +
+           " records of a large profile_export.jsonl were read.</p>\n";
+  }
+  if (const auto hit = CacheHitChart(group)) {
+    out += Figure(RenderXyChart(*hit));
+  } else {
+    out += "<p class=\"ix-note ix-no-cache\">No prefix-cache chart: no agentic entry of this configuration with a "
+           "result has server cache metrics.</p>\n";
+  }
+  for (const XyChart& kv : KvUsageCharts(group)) out += Figure(RenderXyChart(kv));
+  if (const auto sessions = DpSessionsChart(group)) out += Figure(RenderBarChart(*sessions));
+  if (const auto hits = DpHitRateChart(group)) out += Figure(RenderBarChart(*hits));
+  return out;
+}
+
+// A key's section: its fixed-seq-len charts, its agentic-coding charts, or
+// both under a heading each.
+std::string Section(const ConfigGroup& group, size_t index) {
+  const bool fixed = HasFixedSeqLen(group), agentic = HasAgentic(group);
+  std::string out = "<section class=\"ix-config\" id=\"" + ConfigSectionId(index) + "\">\n<h2 class=\"ix-key\">" +
+                    EscapeXml(group.key) + "</h2>\n";
+  if (fixed) {
+    if (agentic) out += "<h3 class=\"ix-kind\">Fixed sequence length</h3>\n";
+    out += "<div class=\"ix-charts\">\n" + FixedSeqLenCharts(group) + "</div>\n";
+  }
+  if (agentic) {
+    out += "<h3 class=\"ix-kind\">Agentic coding (multi-turn trace replay)</h3>\n"
+           "<div class=\"ix-charts ix-agentic\">\n" +
+           AgenticCharts(group) + "</div>\n";
+  }
+  return out + "</section>\n";
 }
 
 }  // namespace

@@ -30,20 +30,28 @@ std::string Row(const std::string& html, int index) {
 
 TEST(ReportHtml, SampleHasTheChartsSeriesAndPointsItsDataSays) {
   const std::string html = RenderReport(test::SampleReport());
-  // report_sample.h and report_charts.h: 4 charts for the first key (energy
-  // and DEP too), 2 for each other key.
-  EXPECT_EQ(CountOf(html, "<svg class=\"ix-chart\""), 8u);
+  // report_sample.h, report_charts.h and agentic_charts.h: 4 charts for the
+  // first key (energy and DEP too), 2 for each of the next two, 8 for the
+  // agentic key.
+  EXPECT_EQ(CountOf(html, "<svg class=\"ix-chart\""), 16u);
   EXPECT_EQ(CountOf(html, "data-chart=\"throughput-interactivity\""), 3u);
   EXPECT_EQ(CountOf(html, "data-chart=\"ttft\""), 3u);
   EXPECT_EQ(CountOf(html, "data-chart=\"energy\""), 1u);
   EXPECT_EQ(CountOf(html, "data-chart=\"dep-sessions\""), 1u);
-  // Series: 3 + 6 + 3 + 4 (first key), 1 + 2 (second), none (third).
-  EXPECT_EQ(CountOf(html, "class=\"ix-series\""), 19u);
-  // Points: 11 + 22 + 10 + 16 bars, then 2 + 4.
-  EXPECT_EQ(CountOf(html, "class=\"ix-point\""), 65u);
-  EXPECT_EQ(CountOf(html, "class=\"ix-frontier\""), 2u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-throughput-interactivity\""), 1u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-ttft-turn\""), 1u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-cache-hit\""), 1u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-kv-usage\""), 3u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-dp-sessions\""), 1u);
+  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-dp-hit-rate\""), 1u);
+  // Series: 3 + 6 + 3 + 4 (first key), 1 + 2 (second), none (third), then
+  // 3 + 3 + 4 + 6 + 4 + 4 (agentic).
+  EXPECT_EQ(CountOf(html, "class=\"ix-series\""), 43u);
+  // Points: 11 + 22 + 10 + 16 bars, then 2 + 4, then 6 + 30 + 7 + 72 + 12 + 16.
+  EXPECT_EQ(CountOf(html, "class=\"ix-point\""), 208u);
+  EXPECT_EQ(CountOf(html, "class=\"ix-frontier\""), 3u);
   EXPECT_EQ(CountOf(html, ">no data</text>"), 2u);
-  EXPECT_EQ(CountOf(html, "<tr class=\"ix-row"), 18u);
+  EXPECT_EQ(CountOf(html, "<tr class=\"ix-row"), 25u);
 }
 
 TEST(ReportHtml, IsSelfContained) {
@@ -63,8 +71,8 @@ TEST(ReportHtml, HeaderCountsEntriesPerState) {
   EXPECT_NE(html.find("sw-20261205-182233-3f9a"), std::string::npos);
   EXPECT_NE(html.find("full-sweep-fail-fast"), std::string::npos);
   EXPECT_NE(html.find("2026-12-05 18:40:02 UTC"), std::string::npos);
-  EXPECT_NE(html.find("\xe2\x9c\x93 succeeded: 13</li>"), std::string::npos);
-  EXPECT_NE(html.find("\xe2\x9c\x97 failed: 2</li>"), std::string::npos);
+  EXPECT_NE(html.find("\xe2\x9c\x93 succeeded: 19</li>"), std::string::npos);
+  EXPECT_NE(html.find("\xe2\x9c\x97 failed: 3</li>"), std::string::npos);
   EXPECT_NE(html.find("running: 1</li>"), std::string::npos);
   EXPECT_NE(html.find("pending: 1</li>"), std::string::npos);
   EXPECT_NE(html.find("cancelled: 1</li>"), std::string::npos);
@@ -98,13 +106,44 @@ TEST(ReportHtml, TableMarksFailuresAndLinksLogs) {
   EXPECT_NE(failed.find("\xe2\x9c\x97 failed"), std::string::npos);
   EXPECT_NE(failed.find("engine exited with status 1 before ready (vllm-rank2)"), std::string::npos);
   EXPECT_NE(failed.find("<a href=\"results/7/server.log\">server.log</a>"), std::string::npos);
-  EXPECT_EQ(CountOf(failed, "<td class=\"num\">\xe2\x80\x94</td>"), 5u);  // no metrics
+  EXPECT_EQ(CountOf(failed, "<td class=\"num\">\xe2\x80\x94</td>"), 6u);  // no metrics
   const std::string ok = Row(html, 0);
   EXPECT_EQ(ok.find("ix-failed"), std::string::npos);
   EXPECT_NE(ok.find("<td class=\"ix-state\">\xe2\x9c\x93 succeeded</td>"), std::string::npos);
   EXPECT_NE(ok.find("4242_0"), std::string::npos);
-  EXPECT_EQ(CountOf(html, "class=\"ix-row ix-state-failed ix-failed\""), 2u);
+  EXPECT_EQ(CountOf(html, "class=\"ix-row ix-state-failed ix-failed\""), 3u);
   EXPECT_NE(Row(html, 12).find("<td>\xe2\x80\x94</td>"), std::string::npos);  // pending: no Slurm job
+}
+
+TEST(ReportHtml, AgenticKeyHasOnlyAgenticChartsAndItsRowsTheirNumbers) {
+  const std::string html = RenderReport(test::SampleReport());
+  const std::string agentic = SectionText(html, "config-4");
+  ASSERT_FALSE(agentic.empty());
+  EXPECT_EQ(CountOf(agentic, "data-chart=\"agentic-"), 8u);
+  EXPECT_EQ(CountOf(agentic, "<svg class=\"ix-chart\""), 8u);  // no fixed-seq-len chart
+  EXPECT_EQ(CountOf(agentic, "ix-no-energy"), 0u);
+  EXPECT_EQ(CountOf(agentic, "<h3 class=\"ix-kind\">"), 1u);
+  EXPECT_EQ(CountOf(SectionText(html, "config-1"), "<h3 class=\"ix-kind\">"), 0u);  // one kind: no headings
+  const std::string tp4 = Row(html, 18);  // tp4 conc 8: hit rate 0.75 - 0.016
+  EXPECT_NE(tp4.find("<td class=\"ix-scenario\">agentic</td>"), std::string::npos) << tp4;
+  EXPECT_NE(tp4.find("<td class=\"num\">73.4%</td>"), std::string::npos);
+  EXPECT_EQ(CountOf(tp4, "<td class=\"num\">\xe2\x80\x94</td>"), 1u);  // p99 TTFT only
+  const std::string offload = Row(html, 23);
+  EXPECT_NE(offload.find("<td>dep4 + cpu offload</td>"), std::string::npos) << offload;
+  EXPECT_NE(offload.find("(CPU 8.0%)</td>"), std::string::npos);
+  EXPECT_NE(Row(html, 0).find("<td class=\"ix-scenario\">fixed</td>"), std::string::npos);
+}
+
+TEST(ReportHtml, KeyWithBothKindsHasAHeadingAndChartsForEach) {
+  ReportData data = test::SampleReport();
+  for (ReportEntry& e : data.entries) {
+    if (e.config_key == test::kAgenticKey) e.config_key = data.entries[0].config_key;
+  }
+  const std::string first = SectionText(RenderReport(data), "config-1");
+  EXPECT_EQ(CountOf(first, "<h3 class=\"ix-kind\">"), 2u);
+  EXPECT_EQ(CountOf(first, "<svg class=\"ix-chart\""), 12u);
+  EXPECT_EQ(CountOf(first, "data-chart=\"throughput-interactivity\""), 1u);
+  EXPECT_EQ(CountOf(first, "data-chart=\"agentic-throughput-interactivity\""), 1u);
 }
 
 TEST(ReportHtml, UnsafeHrefsAreNotLinks) {

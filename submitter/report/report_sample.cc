@@ -1,5 +1,6 @@
 #include "submitter/report/report_sample.h"
 
+#include <cmath>
 #include <string>
 
 namespace ix::test {
@@ -28,6 +29,40 @@ ReportEntry Succeeded(const std::string& key, const std::string& arm, int64_t co
   e.power_valid = true;
   e.avg_power_w = 650.0 * static_cast<double>(gpus) * (0.6 + 0.4 * c / (c + 64.0));
   e.joules_per_output_token = *e.avg_power_w / (e.output_tput_per_gpu * static_cast<double>(gpus));
+  return e;
+}
+
+// An agentic-coding entry's numbers on the same curve, with TTFT growing
+// over 10 turns, a KV usage ramp of 12 slices and, with `dp_ranks`, a
+// session count and hit rate per rank. DEP hits more (the router keeps a
+// session on its rank) and offloading is a little faster, so no two arms'
+// lines coincide.
+ReportEntry AgenticSucceeded(const std::string& arm, int64_t conc, int dp_ranks, const std::string& offload) {
+  const double speed = arm == "tp4" ? 1.0 : offload == "none" ? 0.9 : 1.05;
+  ReportEntry e = Succeeded(kAgenticKey, arm, conc, 4, speed);
+  e.bucket = "agentic";
+  e.scenario = kAgenticCoding;
+  e.p99_ttft_s = std::nan("");
+  AgenticResult& a = e.agentic;
+  a.kv_offloading = offload;
+  a.p50_ttft_s = e.mean_ttft_s * 0.8;
+  a.gpu_cache_hit_rate = (arm == "tp4" ? 0.75 : 0.9) - 0.002 * static_cast<double>(conc);
+  if (offload != "none") a.cpu_cache_hit_rate = 0.08, a.kv_offload_backend = "native";
+  a.requests_successful = conc * 40, a.requests_total = conc * 40 + 3;
+  for (int64_t t = 0; t < 10; ++t) {
+    const double ttft = e.mean_ttft_s * (1.0 + 0.3 * static_cast<double>(t));
+    a.ttft_by_turn.push_back({t, conc * 4 - t, ttft * 1.1, ttft});
+  }
+  a.kv_engines = dp_ranks > 0 ? dp_ranks : 1;
+  for (int i = 0; i < 12; ++i) {
+    const double t = 30.0 * i;
+    a.kv_usage.push_back({t, t + 30, std::min(99.0, static_cast<double>(conc) * (0.4 + 0.05 * i))});
+  }
+  for (int r = 0; r < dp_ranks; ++r) {
+    DpRankStats s{r, conc * 10 + r, conc / 4 + (r == 0 ? 1 : 0), 0.85 - 0.01 * r};
+    if (offload != "none") s.sessions.reset();  // the router did not report them
+    a.dp_ranks.push_back(s);
+  }
   return e;
 }
 
@@ -80,6 +115,14 @@ ReportData SampleReport() {
   dep8.failure_reason = "srun: error: task 0 exited with exit code 137";
   v.push_back(dep8);
   v.push_back(Unfinished(c, "tp2", 2, 2, "running"));
+
+  for (const int64_t conc : {8, 32}) v.push_back(AgenticSucceeded("tp4", conc, 0, "none"));
+  for (const int64_t conc : {8, 32, 64}) v.push_back(AgenticSucceeded("dep4", conc, 4, "none"));
+  v.push_back(AgenticSucceeded("dep4", 64, 4, "cpu"));
+  ReportEntry agentic_failed = Unfinished(kAgenticKey, "tp4", 64, 4, "failed");
+  agentic_failed.scenario = kAgenticCoding;
+  agentic_failed.failure_reason = "aiperf request error rate exceeded the benchmark limit";
+  v.push_back(agentic_failed);
 
   for (size_t i = 0; i < v.size(); ++i) {
     v[i].index = static_cast<int64_t>(i);

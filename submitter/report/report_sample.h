@@ -10,11 +10,21 @@
 //   no valid power) and 64 (cancelled). 3 entries, 2 with a result.
 // - "qwen3-bf16-h200-vllm-8k1k": dep8 conc 32 failed, tp2 conc 2 running;
 //   no result at all.
+// - kAgenticKey (agentic-coding entries): tp4 at conc 8, 32; dep4 at 8, 32,
+//   64 with 4 DP ranks (sessions and hit rates); dep4 with CPU KV offload
+//   at 64 (a CPU hit rate; ranks with hit rates, no sessions); tp4 64
+//   failed. 7 entries, 6 with a result, each with 10 turns of TTFT and 12
+//   KV usage points. Its charts (agentic_charts.h): throughput (3 series, 6
+//   points), TTFT by turn (3, 30), cache hit (4, 7), KV usage (3 charts: 2,
+//   3 and 1 series, 72 points), DP sessions (4, 12 bars), DP hit rate (4, 16).
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "submitter/report/report_data.h"
+#include "submitter/report/svg_chart.h"
 
 namespace ix::test {
 
@@ -25,7 +35,21 @@ inline size_t CountOf(std::string_view text, std::string_view needle) {
   return n;
 }
 
+// A chart's series names, in order, and its number of points.
+inline std::vector<std::string> Names(const XyChart& c) {
+  std::vector<std::string> out;
+  for (const ChartSeries& s : c.series) out.push_back(s.name);
+  return out;
+}
+
+inline size_t Points(const XyChart& c) {
+  size_t n = 0;
+  for (const ChartSeries& s : c.series) n += s.points.size();
+  return n;
+}
+
 inline constexpr const char* kOddKey = "llama<&>\"q'-fp8";
+inline constexpr const char* kAgenticKey = "dsv41flash-fp4-b300-vllm-agentic";
 
 ReportData SampleReport();
 

@@ -1,5 +1,6 @@
 #include "submitter/report/report_table.h"
 
+#include "submitter/report/agentic_charts.h"
 #include "submitter/report/report_charts.h"
 #include "submitter/report/report_text.h"
 
@@ -39,14 +40,25 @@ std::string LogLinks(const ReportEntry& e) {
   return out.empty() ? std::string(kNoValue) : out;
 }
 
+// The GPU prefix-cache hit rate, with the offload tier's when there is
+// one ("71.3% (CPU 9.8%)"); agentic entries only.
+std::string HitRateText(const ReportEntry& e) {
+  const AgenticResult& a = e.agentic;
+  if (!IsAgentic(e) || !a.gpu_cache_hit_rate) return std::string(kNoValue);
+  std::string text = FormatPercent(*a.gpu_cache_hit_rate);
+  if (a.cpu_cache_hit_rate) text += " (CPU " + FormatPercent(*a.cpu_cache_hit_rate) + ")";
+  return text;
+}
+
 std::string MetricCells(const ReportEntry& e) {
   if (!e.has_result) {
     std::string none;
-    for (int i = 0; i < 5; ++i) none += NumberCell(std::string(kNoValue));
+    for (int i = 0; i < 6; ++i) none += NumberCell(std::string(kNoValue));
     return none;
   }
   return NumberCell(FormatTokS(e.tput_per_gpu)) + NumberCell(FormatTokS(e.median_intvty)) +
          NumberCell(FormatSeconds(e.mean_ttft_s)) + NumberCell(FormatSeconds(e.p99_ttft_s)) +
+         NumberCell(HitRateText(e)) +
          NumberCell(HasEnergy(e) ? FormatSignificant(*e.joules_per_output_token) : std::string(kNoValue));
 }
 
@@ -55,7 +67,8 @@ std::string Row(const ReportEntry& e, size_t group_index) {
   std::string row = "<tr class=\"ix-row ix-state-" + state + (e.state == "failed" ? " ix-failed" : "") + "\">";
   row += NumberCell(std::to_string(e.index));
   row += "<td><a href=\"#" + ConfigSectionId(group_index) + "\">" + EscapeXml(e.config_key) + "</a></td>";
-  row += Cell(e.arm) + NumberCell(std::to_string(e.conc)) + NumberCell(std::to_string(e.gpus));
+  row += Cell(ArmLabel(e)) + Cell(IsAgentic(e) ? "agentic" : "fixed", "ix-scenario");
+  row += NumberCell(std::to_string(e.conc)) + NumberCell(std::to_string(e.gpus));
   row += Cell(StateText(e.state), "ix-state");
   row += Cell(e.slurm_job) + Cell(e.placement, "ix-placement");
   row += MetricCells(e);
@@ -90,9 +103,9 @@ bool IsSafeRelativeHref(std::string_view href) {
 std::string RenderEntriesTable(const ReportData& data) {
   const std::vector<ConfigGroup> groups = GroupByConfig(data);
   std::string out =
-      "<table class=\"ix-entries\">\n<thead><tr><th>#</th><th>config key</th><th>arm</th><th>conc</th>"
+      "<table class=\"ix-entries\">\n<thead><tr><th>#</th><th>config key</th><th>arm</th><th>kind</th><th>conc</th>"
       "<th>GPUs</th><th>state</th><th>Slurm job</th><th>placement</th><th>throughput/GPU (tok/s)</th>"
-      "<th>interactivity (tok/s/user)</th><th>mean TTFT (s)</th><th>p99 TTFT (s)</th>"
+      "<th>interactivity (tok/s/user)</th><th>mean TTFT (s)</th><th>p99 TTFT (s)</th><th>prefix-cache hit</th>"
       "<th>energy (J/output token)</th><th>failure</th><th>logs</th></tr></thead>\n<tbody>\n";
   for (const ReportEntry& e : data.entries) {
     size_t group_index = 0;

@@ -1,5 +1,7 @@
 // The report's table of every sweep entry (charted or not): where it ran,
-// how it ended, its numbers and links to its logs. A failed row is marked
+// its kind (fixed-seq-len or agentic), how it ended, its numbers (agentic:
+// no p99 TTFT, but the GPU prefix-cache hit rate and the offload tier's)
+// and links to its logs. A failed row is marked
 // by a symbol and bold state text, not by colour alone.
 #pragma once
 

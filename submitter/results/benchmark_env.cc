@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include "submitter/results/python_json.h"
+
 namespace ix {
 
 std::string EnvValue(const EnvVars& env, const std::string& name) {
@@ -149,9 +151,36 @@ std::string MultinodeSuffix(const EnvVars& env, bool agentic) {
   return "_sa-bench_isl_" + v("ISL") + "_osl_" + v("OSL") + "_conc" + v("CONC") + "_gpus_" + v("PREFILL_GPUS");
 }
 
+// The agentic part: benchmark-tmpl.yml's agentic inputs (the backend's
+// name and its metadata as toJson writes it: indented by 2), the AIPerf
+// settings benchmark_lib.sh gives every replay (the workflow's failure
+// threshold, the live one and the idle-gap cap at their defaults, the
+// exports of build_replay_cmd), and where the artifacts and the aggregate go.
+void PutAgentic(EnvVars& env, EntryFields& f, const ContractOptions& o) {
+  auto put = [&](const char* name, const std::string& v) { env.emplace_back(name, v); };
+  put("KV_OFFLOADING", f.Need("kv-offloading"));
+  const bool has_backend = f.d.HasMember("kv-offload-backend") && f.d["kv-offload-backend"].IsObject();
+  put("KV_OFFLOAD_BACKEND", has_backend ? Field(f.d["kv-offload-backend"], "name").value_or("") : "");
+  put("KV_OFFLOAD_BACKEND_METADATA", has_backend ? PyJsonDumps(f.d["kv-offload-backend"], 2) : "");
+  put("TOTAL_CPU_DRAM_GB", f.Get("total-cpu-dram-gb", "0"));
+  put("DURATION", o.duration > 0 ? std::to_string(o.duration) : f.Get("duration", "3600"));
+  put("AIPERF_FAILED_REQUEST_THRESHOLD", "0.10");
+  put("AIPERF_LIVE_FAILED_REQUEST_THRESHOLD", "0.10");
+  put("AIPERF_TRACE_IDLE_GAP_CAP_SECONDS", "300");
+  put("AIPERF_DATASET_WEKA_LIVE_ASSISTANT_RESPONSES", "0");
+  put("AIPERF_DATASET_CONFIGURATION_TIMEOUT", "1800");
+  put("AIPERF_SERVICE_PROFILE_CONFIGURE_TIMEOUT", "1800");
+  put("AIPERF_UI_REALTIME_METRICS_ENABLED", "true");
+  if (!o.result_dir.empty()) {
+    put("RESULT_DIR", o.result_dir);
+    put("AGENTIC_OUTPUT_DIR", o.result_dir);
+  }
+}
+
 }  // namespace
 
-Result<EnvVars> BenchmarkEnvironment(const PlannedEntry& e, const std::string& runner_name) {
+Result<EnvVars> BenchmarkEnvironment(const PlannedEntry& e, const std::string& runner_name,
+                                     const ContractOptions& options) {
   rapidjson::Document d;
   d.Parse(e.entry_json.c_str());
   if (d.HasParseError() || !d.IsObject()) return Error{"entry " + std::to_string(e.index) + ": no matrix entry in sweep.json"};
@@ -188,11 +217,7 @@ Result<EnvVars> BenchmarkEnvironment(const PlannedEntry& e, const std::string& r
   put("RUN_EVAL", f.Get("run-eval", "false"));
   put("EVAL_ONLY", e.eval_only ? "true" : "false");
   put("SCENARIO_TYPE", agentic ? "agentic-coding" : "fixed-seq-len");
-  if (agentic) {
-    put("KV_OFFLOADING", f.Get("kv-offloading", ""));
-    put("TOTAL_CPU_DRAM_GB", f.Get("total-cpu-dram-gb", "0"));
-    put("DURATION", f.Get("duration", "3600"));
-  }
+  if (agentic) PutAgentic(env, f, options);
   const std::string fingerprint = f.Get("recipe-fingerprint", "");
   put("RECIPE_FINGERPRINT", fingerprint);
   // The row's own router metadata wins; else the recipe's router, for arms

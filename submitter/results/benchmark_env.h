@@ -35,11 +35,27 @@ namespace ix {
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
+// What the sweep adds to an entry's contract: where its results go
+// (RESULT_DIR and AGENTIC_OUTPUT_DIR of an agentic entry; "" leaves them
+// out) and a DURATION for agentic entries instead of the matrix entry's (0:
+// the entry's; a smoke run's short replay).
+struct ContractOptions {
+  std::string result_dir;
+  int64_t duration = 0;
+};
+
 // The contract for `e` run on runner `runner_name` (a node name; for a
-// step across nodes, the head's). Errors: an entry without the fields of
-// its kind of row (single-node, or multinode with prefill/decode blocks;
-// the message names the field), a disaggregated multinode entry.
-Result<EnvVars> BenchmarkEnvironment(const PlannedEntry& e, const std::string& runner_name);
+// step across nodes, the head's). An agentic-coding entry also gets what
+// the agentic workflow and benchmark_lib.sh give AIPerf and
+// process_agentic_result.py: KV_OFFLOADING, KV_OFFLOAD_BACKEND (the row's
+// kv-offload-backend name) and KV_OFFLOAD_BACKEND_METADATA (the object as
+// GitHub's toJson writes it), TOTAL_CPU_DRAM_GB, DURATION, the AIPerf
+// thresholds and settings at their InferenceX values, RESULT_DIR and
+// AGENTIC_OUTPUT_DIR. Errors: an entry without the fields of its kind of
+// row (single-node, or multinode with prefill/decode blocks; the message
+// names the field), a disaggregated multinode entry.
+Result<EnvVars> BenchmarkEnvironment(const PlannedEntry& e, const std::string& runner_name,
+                                     const ContractOptions& options = {});
 
 // Whether InferenceX makes an agg result for it (process_result.py runs
 // for fixed-seq-len throughput runs only: not eval-only, not agentic).

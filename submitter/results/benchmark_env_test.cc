@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "submitter/results/results_test_entries.h"
+#include "tests/support/test.h"
 
 namespace ix {
 namespace {
@@ -120,6 +121,61 @@ TEST(BenchmarkEnvironment, NamesTheMissingFields) {
   ASSERT_FALSE(env);
   EXPECT_NE(env.error().message.find("runner"), std::string::npos) << env.error().message;
   EXPECT_NE(env.error().message.find("exp-name"), std::string::npos);
+}
+
+// InferenceX's own agentic DEP4 row with DRAM offload (the fixture
+// agentic-dsv4-fp4-b300-vllm-agentic-mtp.json, as `ixsubmit matrix` prints it).
+PlannedEntry AgenticDep4Entry() {
+  PlannedEntry e = Dep4Entry();
+  e.conc = 48;
+  e.entry_json =
+      R"({"image":"vllm/vllm-openai:nightly-dev-x86_64-cu13.0.1-426e59f","model":"deepseek-ai/DeepSeek-V4-Pro",)"
+      R"("model-prefix":"dsv4","precision":"fp4","framework":"vllm","runner":"cluster:b300-nv","tp":4,"pp":1,)"
+      R"("dcp-size":1,"pcp-size":1,"ep":4,"dp-attn":true,"spec-decoding":"mtp","conc":48,"kv-offloading":"dram",)"
+      R"("total-cpu-dram-gb":1424,"duration":3600,"exp-name":"dsv4_tp4_conc48_kvdram-vllm-simple_spec-mtp",)"
+      R"("scenario-type":"agentic-coding","kv-offload-backend":{"name":"vllm-simple"},)"
+      R"("router":{"name":"vllm-router","version":"0.1.14"},"run-eval":false})";
+  return e;
+}
+
+TEST(BenchmarkEnvironment, AnAgenticEntryGetsTheAgenticWorkflowsVariables) {
+  Result<EnvVars> env = BenchmarkEnvironment(AgenticDep4Entry(), "b300-nv_03", ContractOptions{"/r/7", 0});
+  ASSERT_TRUE(env) << env.error().message;
+  auto v = [&](const char* n) { return EnvValue(env.value(), n); };
+  EXPECT_EQ(v("SCENARIO_TYPE"), "agentic-coding");
+  EXPECT_EQ(v("KV_OFFLOADING"), "dram");
+  EXPECT_EQ(v("KV_OFFLOAD_BACKEND"), "vllm-simple");
+  EXPECT_EQ(v("KV_OFFLOAD_BACKEND_METADATA"), "{\n  \"name\": \"vllm-simple\"\n}") << "GitHub's toJson";
+  EXPECT_EQ(v("TOTAL_CPU_DRAM_GB"), "1424");
+  EXPECT_EQ(v("DURATION"), "3600");
+  EXPECT_EQ(v("AIPERF_FAILED_REQUEST_THRESHOLD"), "0.10");
+  EXPECT_EQ(v("AIPERF_LIVE_FAILED_REQUEST_THRESHOLD"), "0.10");
+  EXPECT_EQ(v("AIPERF_TRACE_IDLE_GAP_CAP_SECONDS"), "300");
+  EXPECT_EQ(v("RESULT_DIR"), "/r/7");
+  EXPECT_EQ(v("AGENTIC_OUTPUT_DIR"), "/r/7");
+  EXPECT_EQ(v("RESULT_FILENAME"), "dsv4_tp4_conc48_kvdram-vllm-simple_spec-mtp_fp4_vllm_tp4-pp1-dcp1-pcp1-ep4-dpatrue_"
+                                  "disagg-false_spec-mtp_conc48_b300-nv_03");
+  EXPECT_EQ(v("ROUTER_METADATA"), R"({"name":"vllm-router","version":"0.1.14"})");
+  EXPECT_EQ(v("ISL"), "") << "agentic rows have no sequence lengths";
+  EXPECT_FALSE(HasAggResult(env.value())) << "process_result.py is not run for agentic entries";
+  env = BenchmarkEnvironment(AgenticDep4Entry(), "n", ContractOptions{"", 20});
+  ASSERT_TRUE(env) << env.error().message;
+  EXPECT_EQ(EnvValue(env.value(), "DURATION"), "20") << "the sweep's --duration";
+  EXPECT_EQ(EnvValue(env.value(), "RESULT_DIR"), "");
+}
+
+TEST(BenchmarkEnvironment, AnAgenticEntryWithoutOffloadHasAnEmptyBackend) {
+  PlannedEntry e = AgenticDep4Entry();
+  e.entry_json = test::ReplaceOnce(e.entry_json, R"("kv-offloading":"dram")", R"("kv-offloading":"none")");
+  e.entry_json = test::ReplaceOnce(e.entry_json, R"("kv-offload-backend":{"name":"vllm-simple"},)", "");
+  Result<EnvVars> env = BenchmarkEnvironment(e, "n");
+  ASSERT_TRUE(env) << env.error().message;
+  EXPECT_EQ(EnvValue(env.value(), "KV_OFFLOAD_BACKEND"), "");
+  EXPECT_EQ(EnvValue(env.value(), "KV_OFFLOAD_BACKEND_METADATA"), "");
+  e.entry_json = test::ReplaceOnce(e.entry_json, R"("kv-offloading":"none",)", "");
+  env = BenchmarkEnvironment(e, "n");
+  ASSERT_FALSE(env);
+  EXPECT_NE(env.error().message.find("kv-offloading"), std::string::npos) << env.error().message;
 }
 
 TEST(EnvFileText, QuotesSoAShellReadsTheExactValue) {

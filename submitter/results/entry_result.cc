@@ -51,17 +51,7 @@ rapidjson::Value SessionsPerRank(const rapidjson::Value& bench, Alloc& a) {
 
 rapidjson::Value IxFields(const std::string& dir, const EntryRunInfo& run, const rapidjson::Value& bench, bool dp,
                           Alloc& a) {
-  rapidjson::Value ix(rapidjson::kObjectType);
-  ix.AddMember("sweep", Str(run.sweep_id, a), a);
-  ix.AddMember("entry", run.entry, a);
-  ix.AddMember("config_key", Str(run.config_key, a), a);
-  ix.AddMember("recipe", Str(run.recipe, a), a);
-  ix.AddMember("arm", Str(run.arm, a), a);
-  ix.AddMember("slurm_job_id", Str(run.slurm_job_id, a), a);
-  ix.AddMember("slurm_task", Str(run.slurm_task, a), a);
-  ix.AddMember("node", Str(run.node, a), a);
-  rapidjson::Document placement = ReadJson(dir + "/step-placement.json");
-  ix.AddMember("placement", rapidjson::Value(placement, a), a);
+  rapidjson::Value ix = EntryIxFields(dir, run, a);
   ix.AddMember("sessions_per_rank", dp ? SessionsPerRank(bench, a) : rapidjson::Value(rapidjson::kArrayType), a);
   return ix;
 }
@@ -89,6 +79,21 @@ std::optional<std::string> ReadTelemetry(const std::string& path, const rapidjso
 }
 
 }  // namespace
+
+rapidjson::Value EntryIxFields(const std::string& dir, const EntryRunInfo& run, Alloc& a) {
+  rapidjson::Value ix(rapidjson::kObjectType);
+  ix.AddMember("sweep", Str(run.sweep_id, a), a);
+  ix.AddMember("entry", run.entry, a);
+  ix.AddMember("config_key", Str(run.config_key, a), a);
+  ix.AddMember("recipe", Str(run.recipe, a), a);
+  ix.AddMember("arm", Str(run.arm, a), a);
+  ix.AddMember("slurm_job_id", Str(run.slurm_job_id, a), a);
+  ix.AddMember("slurm_task", Str(run.slurm_task, a), a);
+  ix.AddMember("node", Str(run.node, a), a);
+  rapidjson::Document placement = ReadJson(dir + "/step-placement.json");
+  ix.AddMember("placement", rapidjson::Value(placement, a), a);
+  return ix;
+}
 
 std::string AggFileName(const std::string& result_filename) { return "agg_" + result_filename + ".json"; }
 

@@ -13,6 +13,8 @@
 // the ranks.
 #pragma once
 
+#include <rapidjson/document.h>
+
 #include <string>
 
 #include "core/base/result.h"
@@ -27,6 +29,12 @@ struct EntryRunInfo {
   std::string config_key, recipe, arm;
   std::string slurm_job_id, slurm_task, node;
 };
+
+// The "ix" fields every result starts with: the sweep entry, the Slurm
+// job and node, and the placement ix-stepd recorded in `result_dir`
+// (step-placement.json; null when absent).
+rapidjson::Value EntryIxFields(const std::string& result_dir, const EntryRunInfo& run,
+                               rapidjson::Document::AllocatorType& a);
 
 // Writes agg_RESULT_FILENAME.json in `result_dir` and returns its path.
 // Errors (nothing written): no client result, or one process_result.py

@@ -172,6 +172,32 @@ std::map<std::string, std::map<double, std::vector<double>>> ReadSamples(const s
   return raw;
 }
 
+// One GPU's part of integrate_power: its sample count, then either its
+// issue or its largest gap and energy.
+void IntegrateGpu(PowerIntegration& r, const std::string& id, const std::map<double, std::vector<double>>& raw,
+                  double start, double end, double gap) {
+  Samples s;
+  for (const auto& [t, values] : raw) s.emplace_back(t, Mean(values));
+  r.sample_counts.emplace_back(id, static_cast<int64_t>(s.size()));
+  const char* issue = nullptr;
+  if (s.size() < 2) {
+    issue = "insufficient_power_samples";
+  } else if (s.front().first > start || s.back().first < end) {
+    issue = "benchmark_window_not_bracketed";
+  } else {
+    const auto first = std::upper_bound(s.begin(), s.end(), start, [](double v, const auto& p) { return v < p.first; }) - 1;
+    const auto last = std::lower_bound(s.begin(), s.end(), end, [](const auto& p, double v) { return p.first < v; });
+    double max_gap = 0.0;
+    for (auto p = first; p != last; ++p) max_gap = std::max(max_gap, (p + 1)->first - p->first);
+    r.max_sample_gaps_s.emplace_back(id, max_gap);
+    if (max_gap > gap) issue = "sampling_gap_exceeded";
+    r.energies_j.emplace_back(id, IntegrateDevice(s, start, end));
+  }
+  if (issue == nullptr) return;
+  AddReason(r.reasons, issue);
+  r.device_issues.push_back({id, {issue}});
+}
+
 }  // namespace
 
 std::optional<double> ParsePowerTimestamp(const std::string& raw) {
@@ -218,28 +244,10 @@ PowerIntegration IntegratePower(const std::string& csv, double start, double end
   if (expected_gpus > 0 && static_cast<int>(r.gpu_ids.size()) != expected_gpus) {
     AddReason(r.reasons, "expected_gpu_count_mismatch");
   }
-  std::vector<double> energies;
-  for (const std::string& id : r.gpu_ids) {
-    Samples s;
-    for (const auto& [t, values] : raw.at(id)) s.emplace_back(t, Mean(values));
-    if (s.size() < 2) {
-      AddReason(r.reasons, "insufficient_power_samples");
-      continue;
-    }
-    if (s.front().first > start || s.back().first < end) {
-      AddReason(r.reasons, "benchmark_window_not_bracketed");
-      continue;
-    }
-    const auto first = std::upper_bound(s.begin(), s.end(), start, [](double v, const auto& p) { return v < p.first; }) - 1;
-    const auto last = std::lower_bound(s.begin(), s.end(), end, [](const auto& p, double v) { return p.first < v; });
-    double max_gap = 0.0;
-    for (auto p = first; p != last; ++p) max_gap = std::max(max_gap, (p + 1)->first - p->first);
-    if (max_gap > gap) AddReason(r.reasons, "sampling_gap_exceeded");
-    energies.push_back(IntegrateDevice(s, start, end));
-  }
-  if (energies.size() == r.gpu_ids.size()) {
+  for (const std::string& id : r.gpu_ids) IntegrateGpu(r, id, raw.at(id), start, end, gap);
+  if (r.energies_j.size() == r.gpu_ids.size()) {
     double total = 0;  // Python 3.11's sum(): plain left-to-right addition
-    for (double e : energies) total += e;
+    for (const auto& [_, e] : r.energies_j) total += e;
     r.total_gpu_energy_j = total;
     r.avg_total_gpu_power_w = total / (end - start);
     r.avg_power_w = *r.avg_total_gpu_power_w / static_cast<double>(r.gpu_ids.size());
@@ -254,37 +262,31 @@ bool IsPositiveInt(const rapidjson::Value& b, const char* key) {
   return b.HasMember(key) && b[key].IsInt64() && b[key].GetInt64() > 0;
 }
 
-// _load_benchmark_data: the window and counts, or the reasons they are
-// unusable (`window` false: no window at all).
-struct BenchmarkData {
-  bool window = false;
-  double start = 0, end = 0;
-  double completed = 0, input = 0, output = 0;
-};
-BenchmarkData LoadBenchmark(const rapidjson::Value& b, std::vector<std::string>& reasons) {
-  BenchmarkData d;
+// _load_benchmark_data: the window and counts, or nullopt (with the
+// reason) when there is no usable window.
+std::optional<PowerBenchmark> LoadBenchmark(const rapidjson::Value& b, std::vector<std::string>& reasons) {
   const char* keys[] = {"benchmark_start_time_unix", "benchmark_end_time_unix", "duration"};
   for (const char* k : keys) {
-    if (!b.IsObject() || !b.HasMember(k) || !IsNumber(b[k])) return reasons.push_back("invalid_benchmark_window"), d;
+    if (!b.IsObject() || !b.HasMember(k) || !IsNumber(b[k])) return reasons.push_back("invalid_benchmark_window"), std::nullopt;
   }
+  PowerBenchmark d;
   d.start = b["benchmark_start_time_unix"].GetDouble();
   d.end = b["benchmark_end_time_unix"].GetDouble();
-  const double duration = b["duration"].GetDouble();
-  if (!std::isfinite(d.start) || !std::isfinite(d.end) || !std::isfinite(duration) || d.end <= d.start ||
-      duration <= 0) {
-    return reasons.push_back("invalid_benchmark_window"), d;
+  d.reported_duration = b["duration"].GetDouble();
+  if (!std::isfinite(d.start) || !std::isfinite(d.end) || !std::isfinite(d.reported_duration) || d.end <= d.start ||
+      d.reported_duration <= 0) {
+    return reasons.push_back("invalid_benchmark_window"), std::nullopt;
   }
-  d.window = true;
   const double integration = d.end - d.start;
-  if (std::fabs(duration - integration) > std::max(0.5, integration * 0.01)) {
+  if (std::fabs(d.reported_duration - integration) > std::max(0.5, integration * 0.01)) {
     AddReason(reasons, "benchmark_duration_mismatch");
   }
   const std::pair<const char*, const char*> counts[] = {{"completed", "invalid_successful_query_count"},
                                                         {"total_input_tokens", "invalid_input_token_count"},
                                                         {"total_output_tokens", "invalid_output_token_count"}};
-  double* out[] = {&d.completed, &d.input, &d.output};
+  int64_t* out[] = {&d.completed, &d.input_tokens, &d.output_tokens};
   for (size_t i = 0; i < 3; ++i) {
-    if (IsPositiveInt(b, counts[i].first)) *out[i] = static_cast<double>(b[counts[i].first].GetInt64());
+    if (IsPositiveInt(b, counts[i].first)) *out[i] = b[counts[i].first].GetInt64();
     else AddReason(reasons, counts[i].second);
   }
   return d;
@@ -294,13 +296,36 @@ BenchmarkData LoadBenchmark(const rapidjson::Value& b, std::vector<std::string>&
 
 std::vector<std::string> AggregatePower(const std::optional<std::string>& csv, const rapidjson::Value& bench,
                                         rapidjson::Document& agg, int expected_gpus) {
-  std::vector<std::string> reasons;
-  const BenchmarkData b = LoadBenchmark(bench, reasons);
-  PowerIntegration in;
-  if (b.window && !csv) in.reasons = {"telemetry_file_missing"};
-  else if (b.window) in = IntegratePower(*csv, b.start, b.end, expected_gpus);
-  for (const std::string& r : in.reasons) AddReason(reasons, r);
-  const bool valid = reasons.empty();
+  return RunPower(csv, bench, agg, expected_gpus).reasons;
+}
+
+PowerRun RunPower(const std::optional<std::string>& csv, const rapidjson::Value& bench, rapidjson::Document& agg,
+                  int expected_gpus) {
+  PowerRun run;
+  run.benchmark = LoadBenchmark(bench, run.reasons);
+  PowerIntegration& in = run.integration;
+  if (!run.benchmark) in.reasons = run.reasons;
+  else if (!csv) in.reasons = {"telemetry_file_missing"};
+  else in = IntegratePower(*csv, run.benchmark->start, run.benchmark->end, expected_gpus);
+  for (const std::string& r : in.reasons) AddReason(run.reasons, r);
+  if (run.valid()) {
+    const PowerBenchmark& b = *run.benchmark;
+    const double energy = *in.total_gpu_energy_j;
+    run.metrics = {
+        {"avg_power_w", *in.avg_power_w},
+        {"avg_total_gpu_power_w", *in.avg_total_gpu_power_w},
+        {"total_gpu_energy_j", energy},
+        {"joules_per_successful_query", energy / static_cast<double>(b.completed)},
+        {"joules_per_input_token", energy / static_cast<double>(b.input_tokens)},
+        {"joules_per_output_token", energy / static_cast<double>(b.output_tokens)},
+        {"joules_per_total_token", energy / static_cast<double>(b.input_tokens + b.output_tokens)},
+    };
+  }
+  PatchPowerResult(agg, run.valid(), run.metrics);
+  return run;
+}
+
+void PatchPowerResult(rapidjson::Document& agg, bool valid, const std::vector<std::pair<std::string, double>>& metrics) {
   const char* power_keys[] = {"avg_power_w", "avg_total_gpu_power_w", "total_gpu_energy_j",
                               "joules_per_successful_query", "joules_per_input_token", "joules_per_output_token",
                               "joules_per_total_token", "power_metric_schema_version", "power_valid",
@@ -309,23 +334,73 @@ std::vector<std::string> AggregatePower(const std::optional<std::string>& csv, c
   auto& a = agg.GetAllocator();
   agg.AddMember("power_metric_schema_version", 2, a);
   agg.AddMember("power_valid", valid ? 1 : 0, a);
-  if (!valid) return reasons;
-  const double energy = *in.total_gpu_energy_j;
-  const std::pair<const char*, double> metrics[] = {
-      {"avg_power_w", *in.avg_power_w},
-      {"avg_total_gpu_power_w", *in.avg_total_gpu_power_w},
-      {"total_gpu_energy_j", energy},
-      {"joules_per_successful_query", energy / b.completed},
-      {"joules_per_input_token", energy / b.input},
-      {"joules_per_output_token", energy / b.output},
-      {"joules_per_total_token", energy / (b.input + b.output)},
-  };
-  for (const auto& [key, value] : metrics) {
-    const std::string k = key;
+  if (!valid) return;
+  for (const auto& [k, value] : metrics) {
     const bool coarse = k.size() > 2 && (k.compare(k.size() - 2, 2, "_w") == 0 || k.compare(k.size() - 2, 2, "_j") == 0);
-    agg.AddMember(rapidjson::Value(key, a), rapidjson::Value(PyRound(value, coarse ? 3 : 6)), a);
+    agg.AddMember(rapidjson::Value(k.c_str(), a), rapidjson::Value(PyRound(value, coarse ? 3 : 6)), a);
   }
-  return reasons;
+}
+
+namespace {
+
+using Alloc = rapidjson::Document::AllocatorType;
+
+template <class T>
+rapidjson::Value ById(const std::vector<std::pair<std::string, T>>& v, Alloc& a) {
+  rapidjson::Value o(rapidjson::kObjectType);
+  for (const auto& [id, x] : v) o.AddMember(rapidjson::Value(id.c_str(), a), rapidjson::Value(x), a);
+  return o;
+}
+
+rapidjson::Value Strings(const std::vector<std::string>& v, Alloc& a) {
+  rapidjson::Value o(rapidjson::kArrayType);
+  for (const std::string& s : v) o.PushBack(rapidjson::Value(s.c_str(), a), a);
+  return o;
+}
+
+rapidjson::Value Window(const std::optional<PowerBenchmark>& b, Alloc& a) {
+  if (!b) return rapidjson::Value();
+  rapidjson::Value w(rapidjson::kObjectType);
+  w.AddMember("start_time_unix", b->start, a);
+  w.AddMember("end_time_unix", b->end, a);
+  w.AddMember("reported_duration_s", b->reported_duration, a);
+  w.AddMember("integration_duration_s", b->end - b->start, a);
+  w.AddMember("completed", b->completed, a);
+  w.AddMember("total_input_tokens", b->input_tokens, a);
+  w.AddMember("total_output_tokens", b->output_tokens, a);
+  return w;
+}
+
+}  // namespace
+
+rapidjson::Document PowerValidationPayload(const PowerRun& run, int expected_gpus, const std::string& csv_path,
+                                           const std::string& bench_path) {
+  rapidjson::Document d(rapidjson::kObjectType);
+  auto& a = d.GetAllocator();
+  const PowerIntegration& in = run.integration;
+  d.AddMember("schema_version", 1, a);
+  d.AddMember("power_valid", run.valid(), a);
+  d.AddMember("reasons", Strings(run.reasons, a), a);
+  d.AddMember("telemetry_source", rapidjson::Value(csv_path.c_str(), a), a);
+  d.AddMember("benchmark_result", rapidjson::Value(bench_path.c_str(), a), a);
+  d.AddMember("benchmark_window", Window(run.benchmark, a), a);
+  d.AddMember("integration_method", "per_device_trapezoidal_with_linear_boundary_interpolation", a);
+  d.AddMember("expected_gpu_count", expected_gpus, a);
+  d.AddMember("observed_gpu_count", static_cast<int64_t>(in.gpu_ids.size()), a);
+  d.AddMember("observed_gpu_ids", Strings(in.gpu_ids, a), a);
+  d.AddMember("per_gpu_sample_counts", ById(in.sample_counts, a), a);
+  d.AddMember("per_gpu_max_sample_gap_s", ById(in.max_sample_gaps_s, a), a);
+  d.AddMember("per_gpu_energy_j", ById(in.energies_j, a), a);
+  rapidjson::Value issues(rapidjson::kObjectType);
+  for (const auto& [id, list] : in.device_issues) issues.AddMember(rapidjson::Value(id.c_str(), a), Strings(list, a), a);
+  d.AddMember("device_issues", issues, a);
+  d.AddMember("accumulator_check", rapidjson::Value(), a);
+  rapidjson::Value metrics(rapidjson::kObjectType);
+  for (const auto& [k, v] : run.metrics) {
+    if (std::isfinite(v)) metrics.AddMember(rapidjson::Value(k.c_str(), a), rapidjson::Value(PyRound(v, 6)), a);
+  }
+  d.AddMember("metrics", metrics, a);
+  return d;
 }
 
 std::vector<std::string> MarkMultinodePowerMissing(rapidjson::Document& agg) {

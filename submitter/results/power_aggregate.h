@@ -28,10 +28,33 @@ namespace ix {
 
 // What one integration found: valid or the reasons why not (in the order
 // aggregate_power.py finds them), and the energy when every GPU had some.
+// The per-GPU details are power_validation.json's, keyed by GPU id in
+// gpu_ids order (a GPU without a bracketed window has no gap or energy).
 struct PowerIntegration {
   std::vector<std::string> reasons;
   std::vector<std::string> gpu_ids;  // observed, sorted as _gpu_sort_key sorts
   std::optional<double> total_gpu_energy_j, avg_total_gpu_power_w, avg_power_w;
+  std::vector<std::pair<std::string, int64_t>> sample_counts;
+  std::vector<std::pair<std::string, double>> max_sample_gaps_s, energies_j;
+  std::vector<std::pair<std::string, std::vector<std::string>>> device_issues;
+  bool valid() const { return reasons.empty(); }
+};
+
+// The benchmark window and counts _load_benchmark_data read (a count that
+// is not a positive int is 0, with its reason).
+struct PowerBenchmark {
+  double start = 0, end = 0, reported_duration = 0;
+  int64_t completed = 0, input_tokens = 0, output_tokens = 0;
+};
+
+// What run() decided: the reasons (empty: valid), the window (none when
+// the benchmark result had none), the integration, and when valid the
+// _derived_metrics, unrounded, in Python's order.
+struct PowerRun {
+  std::vector<std::string> reasons;
+  std::optional<PowerBenchmark> benchmark;
+  PowerIntegration integration;
+  std::vector<std::pair<std::string, double>> metrics;
   bool valid() const { return reasons.empty(); }
 };
 
@@ -44,6 +67,21 @@ PowerIntegration IntegratePower(const std::string& csv, double start_unix, doubl
 // the reasons power is invalid (empty: valid).
 std::vector<std::string> AggregatePower(const std::optional<std::string>& csv, const rapidjson::Value& bench,
                                         rapidjson::Document& agg, int expected_gpus);
+
+// The same, with everything power_validation.json reports.
+PowerRun RunPower(const std::optional<std::string>& csv, const rapidjson::Value& bench, rapidjson::Document& agg,
+                  int expected_gpus);
+
+// _patch_power_result: the power keys removed, power_metric_schema_version
+// 2 and power_valid appended, and when valid `metrics` rounded (3 decimals
+// for *_w and *_j, else 6; floats stay floats).
+void PatchPowerResult(rapidjson::Document& agg, bool valid, const std::vector<std::pair<std::string, double>>& metrics);
+
+// _validation_payload: power_validation.json's object (accumulator_check
+// null: NVIDIA's nvidia-smi stream has no energy snapshots), with the
+// telemetry and benchmark paths as given.
+rapidjson::Document PowerValidationPayload(const PowerRun& run, int expected_gpus, const std::string& csv_path,
+                                           const std::string& bench_path);
 
 // aggregate_power_multinode.py's run() where there is no power manifest
 // (LOGS/power, which srt-slurm's exporters write and this project does not

@@ -109,4 +109,19 @@ double PyRound(double x, int ndigits) {
   return std::strtod(buf, nullptr);
 }
 
+void PyRoundFloats(rapidjson::Value& v, int ndigits) {
+  if (v.IsObject()) {
+    // By position: a non-const member loop's != is ambiguous under clang's C++20 rules.
+    for (rapidjson::SizeType i = 0; i < v.MemberCount(); ++i) PyRoundFloats((v.MemberBegin() + i)->value, ndigits);
+  } else if (v.IsArray()) {
+    for (auto& e : v.GetArray()) PyRoundFloats(e, ndigits);
+  } else if (v.IsDouble() && std::isfinite(v.GetDouble())) {
+    const double r = PyRound(v.GetDouble(), ndigits);
+    // int(r): beyond int64 the value keeps its float form (Python would
+    // print every digit; no metric gets near 9.2e18).
+    if (std::fabs(r) >= 1 && r == std::trunc(r) && std::fabs(r) < 9.2e18) v.SetInt64(static_cast<int64_t>(r));
+    else v.SetDouble(r);
+  }
+}
+
 }  // namespace ix

@@ -24,4 +24,10 @@ std::string PyJsonDumps(const rapidjson::Value& v, int indent = 2);
 // decimals (ties to even on the exact binary value).
 double PyRound(double x, int ndigits);
 
+// InferenceX's agentic round_floats(v, ndigits), in place: every finite
+// float (a double, never an int) becomes round(x, ndigits), and an integral
+// result of magnitude >= 1 becomes an int (so 1.0 prints "1", 0.0 stays
+// "0.0"); ints, bools, null, strings, NaN and infinities are unchanged.
+void PyRoundFloats(rapidjson::Value& v, int ndigits);
+
 }  // namespace ix

@@ -157,9 +157,9 @@ TEST(StepSrunArgv, ContainerByDefaultHostWithNoContainer) {
   auto nowhere = [](const std::string&) { return false; };
   const std::vector<std::string> host = {"srun", "--ntasks=1", "--gres=gpu:4", "--inferencex-recipe=r",
                                          "--inferencex-arm=dep4", "--inferencex-conc=64", "aiperf", "profile", "--x"};
-  EXPECT_EQ(StepSrunArgv(m, m.plan.entries[2], nowhere), host);  // enabled = false: --no-container
+  EXPECT_EQ(StepSrunArgv(m, m.plan.entries[2], nowhere, m.client), host);  // enabled = false: --no-container
   m.container.enabled = true;
-  EXPECT_EQ(StepSrunArgv(m, m.plan.entries[2], nowhere),
+  EXPECT_EQ(StepSrunArgv(m, m.plan.entries[2], nowhere, m.client),
             (std::vector<std::string>{"srun", "--ntasks=1", "--gres=gpu:4",
                                       "--container-image=vllm/vllm-openai:v0.11.0",
                                       "--container-mounts=/models/m:/models/m,/sw/results/2:/sw/results/2",
@@ -170,13 +170,13 @@ TEST(StepSrunArgv, ContainerByDefaultHostWithNoContainer) {
   // directory, where IX_RESULT_DIR points.
   m.stream.node_result_dir = "/local";
   m.sweep_id = "sw-1";
-  const std::vector<std::string> node = StepSrunArgv(m, m.plan.entries[2], nowhere);
+  const std::vector<std::string> node = StepSrunArgv(m, m.plan.entries[2], nowhere, m.client);
   EXPECT_EQ(node[4], "--container-mounts=/models/m:/models/m,/local/sw-1/2:/local/sw-1/2");
   EXPECT_EQ(node[6], "--container-workdir=/local/sw-1/2");
   m.stream.node_result_dir.clear();
   // An entry without an image runs on the host.
   m.plan.entries[2].image.clear();
-  EXPECT_EQ(StepSrunArgv(m, m.plan.entries[2], nowhere), host);
+  EXPECT_EQ(StepSrunArgv(m, m.plan.entries[2], nowhere, m.client), host);
 }
 
 TEST(ContainerSettings, SquashAndModelDirsFromFlagsOrEnvironment) {

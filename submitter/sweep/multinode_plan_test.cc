@@ -118,7 +118,7 @@ TEST(MultinodePlan, JobsAcrossNodesAskSlurmForEveryNode) {
   EXPECT_NE(std::find(one.begin(), one.end(), "--ntasks=1"), one.end());
 
   const PlannedEntry& dep16 = m.plan.entries[static_cast<size_t>(m.plan.jobs[1].entries[0])];
-  const std::vector<std::string> step = StepSrunArgv(m, dep16, [](const std::string&) { return false; });
+  const std::vector<std::string> step = StepSrunArgv(m, dep16, [](const std::string&) { return false; }, m.client);
   std::vector<std::string> want = {"srun", "-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--gres=gpu:8",
                                    "--inferencex-recipe=mn-b300", "--inferencex-arm=dep16", "--inferencex-conc=32"};
   const std::vector<std::string> head = HeadOnly(m.client);
@@ -130,7 +130,7 @@ TEST(MultinodePlan, JobsAcrossNodesAskSlurmForEveryNode) {
   EXPECT_EQ(head[3], "ix-head-only");
   EXPECT_EQ(head[5], "--it's");
   // A single-node entry's step is as before.
-  const std::vector<std::string> sn = StepSrunArgv(m, m.plan.entries[0], [](const std::string&) { return false; });
+  const std::vector<std::string> sn = StepSrunArgv(m, m.plan.entries[0], [](const std::string&) { return false; }, m.client);
   EXPECT_EQ(sn[1], "--ntasks=1");
   EXPECT_EQ(sn.back(), "--it's");
 }

@@ -80,7 +80,8 @@ std::vector<std::string> HeadOnly(const std::vector<std::string>& client) {
   return argv;
 }
 
-std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists) {
+std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists,
+                                      const std::vector<std::string>& client_argv) {
   std::vector<std::string> argv = {"srun"};
   if (e.nodes > 1) {
     // One task per node; a task that fails ends the step on every node.
@@ -98,7 +99,7 @@ std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry
   argv.push_back("--inferencex-arm=" + e.arm);
   argv.push_back("--inferencex-conc=" + std::to_string(e.conc));
   if (e.eval_only) argv.push_back("--inferencex-eval-only");
-  const std::vector<std::string> client = e.nodes > 1 ? HeadOnly(m.client) : m.client;
+  const std::vector<std::string> client = e.nodes > 1 ? HeadOnly(client_argv) : client_argv;
   argv.insert(argv.end(), client.begin(), client.end());
   return argv;
 }

@@ -37,9 +37,11 @@ std::vector<std::string> DescribeImages(const SweepManifest& m, const PathExists
 // The argv of entry `e`'s step: srun --ntasks=1 --gres=gpu:G (across nodes:
 // srun -NN --ntasks-per-node=1 --kill-on-bad-exit=1 --gres=gpu:G, G per
 // node), Pyxis's options when the sweep uses containers and the entry has an
-// image, the plugin's --inferencex-* options, the client. Across nodes the
-// client is wrapped by HeadOnly, so it runs on the head only.
-std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists);
+// image, the plugin's --inferencex-* options, the client (`client_argv`,
+// entry_client.h). Across nodes the client is wrapped by HeadOnly, so it
+// runs on the head only.
+std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists,
+                                      const std::vector<std::string>& client_argv);
 
 // `client` run on a step's head only: /bin/sh -c SCRIPT ix-head-only
 // CLIENT..., where the fixed SCRIPT exits 0 on a node whose SLURM_NODEID

@@ -155,6 +155,11 @@ std::string ManifestJson(const SweepManifest& m) {
   w.StartArray();
   for (const auto& a : m.client) String(w, a);
   w.EndArray();
+  w.Key("client_defaults");
+  w.StartObject();
+  w.Key("bench_serving_dir"); String(w, m.client_defaults.bench_serving_dir);
+  w.Key("duration"); w.Int64(m.client_defaults.duration);
+  w.EndObject();
   WriteSettings(w, m.settings, m.container);
   WriteStream(w, m.stream);
   w.Key("jobs");
@@ -323,6 +328,11 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     return Error{path + ": fields 'client', 'jobs' and 'entries' must be arrays"};
   }
   for (const auto& a : d["client"].GetArray()) m.client.push_back(a.IsString() ? a.GetString() : "");
+  if (d.HasMember("client_defaults") && d["client_defaults"].IsObject()) {
+    const Fields cd{d["client_defaults"]};
+    m.client_defaults.bench_serving_dir = cd.Str("bench_serving_dir");
+    m.client_defaults.duration = cd.Int("duration");
+  }
   if (d.HasMember("sbatch") && d["sbatch"].IsObject()) {
     const Fields sb{d["sbatch"]};
     m.settings.partition = sb.Str("partition");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/base/result.h"
+#include "submitter/sweep/client_command.h"
 #include "submitter/sweep/container_args.h"
 #include "submitter/sweep/sweep_plan.h"
 
@@ -52,7 +53,8 @@ struct SweepManifest {
   std::string recipe_dir;
   bool fail_fast = false;
   bool dry_run = false;  // written by --dry-run: nothing reads it, a real sweep may take the directory
-  std::vector<std::string> client;  // the step's client argv
+  std::vector<std::string> client;  // the step's client argv; empty: each entry's own (entry_client.h)
+  ClientDefaults client_defaults;   // how entries' own clients are built
   SubmitSettings settings;          // kept, so a resumed submitter submits the same way
   ContainerSettings container;      // what every task's step runs in; kept the same way
   StreamSettings stream;            // events and results through the node agent

@@ -83,6 +83,18 @@ Status CheckRenders(const Recipe& recipe, const std::string& arm, int64_t conc, 
   return Ok{};
 }
 
+// A row's kv-offload-backend must be a tier the recipe serves: a row the
+// recipe would run without its offload tier measures something else.
+Status CheckKvOffload(const MatrixEntry& e, const Recipe& recipe) {
+  if (!e.ss->kv_offload_backend || recipe.FindKvOffload(e.ss->kv_offload_backend->name)) return Ok{};
+  std::string allowed;
+  for (const KvOffloadTier& t : recipe.kv_offload) allowed += (allowed.empty() ? "" : ", ") + t.name;
+  return Error{"config '" + e.config->key + "' (" + e.config->file + ":" + std::to_string(e.ss->line) + ":" +
+               std::to_string(e.ss->column) + ", " + e.ss->path + ") field 'kv-offload-backend': '" +
+               e.ss->kv_offload_backend->name + "' is not a KV offload tier recipe " + recipe.name +
+               " serves; allowed: " + (allowed.empty() ? "none (it serves no offload tier)" : allowed)};
+}
+
 // `e` planned with `recipe` at concurrency `conc`: its arm, GPUs, nodes,
 // image and model path; an arm the recipe lacks (or, for a single-node
 // entry, one across nodes) or a concurrency it refuses is an error.
@@ -99,6 +111,7 @@ Status FillEntry(const MatrixEntry& e, int64_t conc, const Recipe& recipe, Plann
     return Error{"config '" + e.config->key + "' (" + e.config->Where() + ", " + e.ss->path + ") is single-node, but arm " +
                  p.arm + " of recipe " + recipe.name + " spans " + std::to_string(arm->nodes) + " nodes"};
   }
+  if (Status s = CheckKvOffload(e, recipe); !s) return s;
   p.conc = conc;
   p.gpus = arm->gpus;
   p.nodes = arm->nodes;

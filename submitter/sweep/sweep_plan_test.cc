@@ -16,20 +16,20 @@ namespace ix {
 namespace {
 
 const std::string kRecipes = IX_SOURCE_DIR "/recipes";
-const std::string kExample = IX_SOURCE_DIR "/recipes/examples/dsv41flash-b300.yaml";
+const std::string kExample = IX_SOURCE_DIR "/recipes/examples/dsv41flash-b300-1k1k.yaml";
 const std::string kRunners = IX_SOURCE_DIR "/recipes/examples/runners.yaml";
-const std::string kKey = "dsv41flash-fp4-b300-vllm-agentic-dspark";
+const std::string kKey = "dsv41flash-fp4-b300-vllm";
 
 // The example row at `concs`, bucketed as `mode` wants, planned.
 Result<SweepPlan> Plan(SweepMode mode, std::vector<int64_t> concs, const std::string& recipes = kRecipes,
-                       const std::string& config = kExample) {
+                       const std::string& config = kExample, const std::string& key = kKey) {
   Result<MasterConfig> c = LoadMasterConfigFiles({config});
   if (!c) return c.error();
   Result<RunnerConfig> r = LoadRunnerConfigFile(kRunners);
   if (!r) return r.error();
   SweepOptions o;
   o.command = SweepOptions::Command::kTestConfig;
-  o.config_keys = {kKey};
+  o.config_keys = {key};
   o.conc = std::move(concs);
   Result<MatrixBuckets> b = GenerateBuckets(c.value(), r.value(), o, TraitsOf(mode).trim_conc);
   if (!b) return b.error();
@@ -114,6 +114,29 @@ TEST(SweepPlan, BadInputIsRefusedWithTheReason) {
   EXPECT_NE(tp8.error().message.find("needs arm tp8, which recipe dsv41flash-fp4-b300-vllm does not have"),
             std::string::npos)
       << tp8.error().message;
+}
+
+// The seed's agentic rows: every entry planned, the DEP rows' DRAM tier
+// one the recipe serves; a tier it does not serve is refused where the row is.
+TEST(SweepPlan, AgenticRowsNeedAnOffloadTierTheRecipeServes) {
+  const std::string agentic = IX_SOURCE_DIR "/recipes/examples/dsv41flash-b300.yaml";
+  const std::string key = "dsv41flash-fp4-b300-vllm-agentic-dspark";
+  Result<SweepPlan> p = Plan(SweepMode::kFullSweepFailFastNoCanary, {}, kRecipes, agentic, key);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_EQ(p.value().entries.size(), 15u) << "14 rows' entries and InferenceX's one agentic eval";
+  EXPECT_EQ(p.value().entries[13].arm, "dep4");
+  EXPECT_EQ(p.value().entries[13].bucket, "agentic");
+  EXPECT_TRUE(p.value().entries[14].eval_only);
+  const test::TempDir dir("ix-plan-kv");
+  const std::string cfg = dir.path() + "/mooncake.yaml";
+  int err = 0;
+  std::ofstream(cfg) << test::ReplaceOnce(ReadFileText(agentic, &err), "{ name: vllm-simple }", "{ name: mooncake }");
+  Result<SweepPlan> bad = Plan(SweepMode::kFullSweepFailFastNoCanary, {}, kRecipes, cfg, key);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "config '" + key + "' (" + cfg + ":26:9, scenarios.agentic-coding[0].search-space[2]) field "
+            "'kv-offload-backend': 'mooncake' is not a KV offload tier recipe dsv41flash-fp4-b300-vllm serves; "
+            "allowed: vllm-simple");
 }
 
 TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {

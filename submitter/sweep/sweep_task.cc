@@ -10,14 +10,17 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 
 #include "core/base/file_text.h"
 #include "core/base/paths.h"
 #include "core/process/process.h"
+#include "submitter/results/agentic_result.h"
 #include "submitter/results/benchmark_env.h"
 #include "submitter/results/entry_result.h"
+#include "submitter/sweep/entry_client.h"
 #include "submitter/sweep/slurm_cli.h"
 #include "submitter/sweep/sweep_container.h"
 #include "submitter/sweep/sweep_files.h"
@@ -143,14 +146,14 @@ std::optional<int> ParseTaskArgs(const std::vector<std::string>& args, std::stri
 
 // The environment contract of entry `e` on this node, also written to
 // benchmark.env in `rdir`; empty (said why) when the entry has none.
-EnvVars WriteContract(const PlannedEntry& e, const std::string& rdir) {
+EnvVars WriteContract(const SweepManifest& m, const PlannedEntry& e, const std::string& rdir) {
   std::string node = Env("SLURMD_NODENAME");
   if (node.empty()) {
     char host[256] = {};
     (void)::gethostname(host, sizeof host - 1);
     node = host;
   }
-  Result<EnvVars> env = BenchmarkEnvironment(e, node);
+  Result<EnvVars> env = BenchmarkEnvironment(e, node, ContractOptions{rdir, m.client_defaults.duration});
   if (!env) {
     std::fprintf(stderr, "ixsubmit task: no benchmark environment: %s\n", env.error().message.c_str());
     return {};
@@ -171,6 +174,61 @@ void WriteAgg(const SweepManifest& m, const PlannedEntry& e, const std::string& 
   Result<std::string> agg = WriteEntryAgg(rdir, contract, run);
   if (agg) std::printf("ixsubmit task: InferenceX result %s\n", agg.value().c_str());
   else std::printf("ixsubmit task: no InferenceX agg result: %s\n", agg.error().message.c_str());
+}
+
+bool IsAgentic(const EnvVars& contract) { return EnvValue(contract, "SCENARIO_TYPE") == "agentic-coding"; }
+
+// What InferenceX's replay does before the client starts: the node's UTC
+// offset for the power window (AIPerf writes its start and end times in
+// local time without one).
+void PrepareAgentic(const std::string& rdir) {
+  char offset[16] = {};
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  if (::localtime_r(&now, &local) && std::strftime(offset, sizeof offset, "%z", &local) > 0) {
+    if (Status s = WriteFileAtomic(rdir + "/agentic_power_timezone_offset.txt", std::string(offset) + "\n"); !s) {
+      std::fprintf(stderr, "ixsubmit task: %s\n", s.error().message.c_str());
+    }
+  }
+}
+
+// failure.json for a step that ended well but whose result is refused
+// (the client's artifacts are missing or fail InferenceX's checks); a
+// failure.json the step wrote is kept, it says more.
+void RecordResultFailure(const std::string& rdir, const std::string& reason) {
+  if (PathExistsOnDisk(rdir + "/failure.json")) return;
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("process"); w.String("client");
+  w.Key("reason"); w.String(reason.c_str());
+  w.Key("time_unix_ms"); w.Int64(static_cast<int64_t>(Now() * 1000));
+  w.EndObject();
+  if (Status s = WriteFileAtomic(rdir + "/failure.json", std::string(buf.GetString()) + "\n"); !s) {
+    std::fprintf(stderr, "ixsubmit task: %s\n", s.error().message.c_str());
+  }
+}
+
+// After an agentic entry's client: RESULT_FILENAME.json as InferenceX's
+// agentic aggregation writes it, power, and its validation
+// (agentic_result.h). Written from what the client left even when the step
+// failed, as InferenceX's replay writes its available results; a refused
+// result fails an entry whose step succeeded.
+void WriteAgentic(const SweepManifest& m, const PlannedEntry& e, const std::string& rdir, const EnvVars& contract,
+                  const std::string& task, StepOutcome& o) {
+  EntryRunInfo run{m.sweep_id, e.index, e.config_key, e.recipe, e.arm, Env("SLURM_JOB_ID"), task,
+                   EnvValue(contract, "RUNNER_NAME")};
+  const int gpus = static_cast<int>(std::strtol(EnvValue(contract, "GPU_COUNT").c_str(), nullptr, 10));
+  Result<AgenticOutcome> r = WriteAgenticResult(rdir, contract, run, gpus);
+  std::string refused = r ? r.value().failure : r.error().message;
+  if (r) std::printf("ixsubmit task: InferenceX agentic result %s\n", r.value().result_path.c_str());
+  if (refused.empty()) return;
+  std::printf("ixsubmit task: agentic result refused: %s\n", refused.c_str());
+  if (o.code != 0) return;  // the step's own failure says why first
+  o.code = 1;
+  o.reason = refused;
+  o.process = "client";
+  RecordResultFailure(rdir, refused);
 }
 
 }  // namespace
@@ -248,14 +306,23 @@ int RunTaskCommand(const std::vector<std::string>& args) {
 
   // The squash file is looked for here, on the node, when the step starts:
   // one imported after the sweep was submitted is used too.
-  const std::vector<std::string> argv = StepSrunArgv(m.value(), e, PathExistsOnDisk);
-  for (const std::string& a : argv) {
-    if (a.rfind("--container-image=", 0) == 0) std::printf("ixsubmit task: container image %s\n", a.c_str() + 18);
+  const EnvVars contract = WriteContract(m.value(), e, rdir);
+  const Result<EntryClient> client = ResolveEntryClient(m.value(), e, contract, rdir, CurrentEnvironment());
+  StepOutcome o;
+  if (client) {
+    std::printf("ixsubmit task: client: %s\n", client.value().description.c_str());
+    const std::vector<std::string> argv = StepSrunArgv(m.value(), e, PathExistsOnDisk, client.value().argv);
+    for (const std::string& a : argv) {
+      if (a.rfind("--container-image=", 0) == 0) std::printf("ixsubmit task: container image %s\n", a.c_str() + 18);
+    }
+    std::fflush(stdout);
+    if (IsAgentic(contract)) PrepareAgentic(rdir);
+    o = RunStep(argv, rdir, m.value().sweep_id, e.index, contract);
+    if (IsAgentic(contract)) WriteAgentic(m.value(), e, rdir, contract, task, o);
+    else if (o.code == 0) WriteAgg(m.value(), e, rdir, contract, task);
+  } else {
+    o.reason = "no client command: " + client.error().message;
   }
-  std::fflush(stdout);
-  const EnvVars contract = WriteContract(e, rdir);
-  const StepOutcome o = RunStep(argv, rdir, m.value().sweep_id, e.index, contract);
-  if (o.code == 0) WriteAgg(m.value(), e, rdir, contract, task);
   WriteStatus(rdir, m.value().sweep_id, o.code == 0 ? "succeeded" : "failed", task, started, Now(), o.code, o.reason,
               o.process);
   // The results first, then the state that says the entry is over.

@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "client_serving_args.h"
+
 namespace ixfake::client {
 namespace {
 
@@ -19,7 +21,8 @@ const std::vector<OptionSpec> kOptions = {
 };
 
 constexpr const char* kHelp =
-    "usage: ix-fake-client [--sessions S] [--turns T] [--concurrency C] [--endpoint URL]\n"
+    "usage: ix-fake-client --benchmark-serving BENCHMARK_SERVING_PY_ARGS... (--benchmark-serving --help)\n"
+    "       ix-fake-client [--sessions S] [--turns T] [--concurrency C] [--endpoint URL]\n"
     "                      [--model NAME] [--max-tokens N] [--timeout-s SECONDS] [--seed N]\n"
     "                      [--session-prefix PREFIX] [--out FILE] [--no-stream] [--keep-going]\n"
     "Runs S multi-turn chat sessions (T turns each, C sessions at a time; C defaults to\n"
@@ -102,10 +105,25 @@ std::string result_path(const StrictArgs& args) {
   return dir.empty() ? file : dir + "/" + file;
 }
 
+// The --benchmark-serving mode: benchmark_serving.py's command line.
+Config parse_serving_config(const std::vector<std::string>& raw) {
+  ServingParse parsed = parse_serving_args(raw);
+  if (parsed.help) {
+    std::printf("%s", kServingUsage);
+    std::exit(0);
+  }
+  if (!parsed.config) {
+    std::fprintf(stderr, "%six-fake-client --benchmark-serving: error: %s\n", kServingUsage, parsed.error.c_str());
+    std::exit(2);
+  }
+  return std::move(*parsed.config);
+}
+
 }  // namespace
 
 Config parse_config(int argc, char** argv) {
   std::vector<std::string> raw(argv + 1, argv + argc);
+  if (!raw.empty() && raw.front() == "--benchmark-serving") return parse_serving_config({raw.begin() + 1, raw.end()});
   StrictArgs args = parse_strict(raw, kOptions);
   if (!args.ok()) usage_error(args.error.substr(args.error.rfind("error: ", 0) == 0 ? 7 : 0));
   if (args.has("--help") || args.has("-h")) {

@@ -77,15 +77,17 @@ void write_serving_result(JsonWriter& w, const Config& cfg, const std::vector<Re
     output_lens.push_back(ok ? r.completion_tokens : 0);
   }
   const ServingMetrics m = ComputeServingMetrics(served, duration);
+  const ServingOptions* serving = cfg.serving ? &*cfg.serving : nullptr;
   put(w, "date", result_date(end_unix));
-  put(w, "backend", std::string("openai-chat"));  // its /v1/chat/completions client
+  // Sessions mode: its /v1/chat/completions client, and the model served.
+  put(w, "backend", serving ? serving->backend : std::string("openai-chat"));
   put(w, "model_id", cfg.model);
-  put(w, "tokenizer_id", cfg.model);
+  put(w, "tokenizer_id", serving ? serving->tokenizer_id : cfg.model);
   put(w, "best_of", 1);
   put(w, "num_prompts", cfg.requests());
   put(w, "request_rate", std::string("inf"));
   put(w, "burstiness", 1.0);
-  put(w, "max_concurrency", cfg.concurrency);
+  put(w, "max_concurrency", serving ? serving->max_concurrency : std::optional<int>(cfg.concurrency));
   put(w, "duration", duration);
   put(w, "benchmark_start_time_unix", start_unix);
   put(w, "benchmark_end_time_unix", end_unix);
@@ -99,10 +101,15 @@ void write_serving_result(JsonWriter& w, const Config& cfg, const std::vector<Re
   put(w, "total_token_throughput", m.total_token_throughput);
   write_ints(w, "input_lens", input_lens);
   write_ints(w, "output_lens", output_lens);
-  write_stats(w, "ttft", m.ttft);
-  write_stats(w, "tpot", m.tpot);
-  write_stats(w, "itl", m.itl);
-  write_stats(w, "e2el", m.e2el);
+  // --percentile-metrics (all four in the sessions mode), in this order.
+  const auto selected = [&](const char* name) {
+    return !serving || std::find(serving->percentile_metrics.begin(), serving->percentile_metrics.end(), name) !=
+                           serving->percentile_metrics.end();
+  };
+  if (selected("ttft")) write_stats(w, "ttft", m.ttft);
+  if (selected("tpot")) write_stats(w, "tpot", m.tpot);
+  if (selected("itl")) write_stats(w, "itl", m.itl);
+  if (selected("e2el")) write_stats(w, "e2el", m.e2el);
 }
 
 // The drawn lengths' settings, or null when the lengths were not drawn.
@@ -220,7 +227,7 @@ std::string result_json(const Config& cfg, const std::vector<Record>& records, c
   put(w, "turns", cfg.turns);
   put(w, "concurrency", cfg.concurrency);
   put(w, "stream", cfg.stream);
-  put(w, "x_session_id_header", true);
+  put(w, "x_session_id_header", !cfg.serving);  // benchmark_serving.py sends none
   write_lengths(w, cfg);
   w.Key("requests");
   w.StartArray();

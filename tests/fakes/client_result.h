@@ -52,7 +52,10 @@ Summary summarize(const std::vector<Record>& records);
 // settings, the benchmark window (`start_unix` to `end_unix`), counts and
 // token totals, throughputs, input_lens/output_lens, then mean, median, std
 // and percentiles of TTFT, TPOT, ITL and E2EL in ms. Then the fake's own
-// keys: the run's settings, the records and the summary. No key of the
+// keys: the run's settings, the records and the summary. With cfg.serving
+// (benchmark_serving.py's mode) backend, tokenizer_id, max_concurrency (null
+// without --max-concurrency) and the metrics (--percentile-metrics) follow
+// its command line. No key of the
 // fake's own ends in "ms" or has "tpot" in it: InferenceX's
 // process_result.py converts every such key.
 std::string result_json(const Config& cfg, const std::vector<Record>& records, const Summary& summary,

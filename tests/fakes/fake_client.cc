@@ -1,25 +1,29 @@
 // ix-fake-client: stands in for AIPerf and InferenceX's benchmark_serving.py
-// in tests. Runs S multi-turn chat sessions against $IX_ENDPOINT (else
-// $AIPERF_SERVER_URL), each with its own X-Session-ID, and writes
-// benchmark_serving.py's result file (its keys, order and rules) followed by
-// the latency, time to first token and serving data-parallel rank of every
-// turn. With $ISL/$OSL, every request's input and output length is drawn as
-// benchmark_serving.py draws them. Exits 1 when any request failed, so a
-// broken server fails the step.
-// The command line is client_args.h, the drawn lengths random_lengths.h, the
-// prompts chat_prompt.h, the result file client_result.h and
-// serving_metrics.h; this file runs the sessions. Documentation:
-// tests/fakes/README.md.
+// in tests. Two modes:
+// - sessions (the default): S multi-turn chat sessions against $IX_ENDPOINT
+//   (else $AIPERF_SERVER_URL), each with its own X-Session-ID; with
+//   $ISL/$OSL, every request's input and output length is drawn as
+//   benchmark_serving.py draws them. Exits 1 when any request failed, so a
+//   broken server fails the step.
+// - --benchmark-serving ARGS...: benchmark_serving.py's own command line, run
+//   as it runs it (warmups, then N single-turn requests, C at a time, to its
+//   completions or chat endpoint). Exits 1 when more than 5% failed, as it
+//   does.
+// Both write benchmark_serving.py's result file (its keys, order and rules)
+// followed by the latency, time to first token and serving data-parallel
+// rank of every request.
+// The command lines are client_args.h and client_serving_args.h, the
+// requests client_http.h, the drawn lengths random_lengths.h, the prompts
+// chat_prompt.h, the result file client_result.h and serving_metrics.h; this
+// file runs them. Documentation: tests/fakes/README.md.
 #include <httplib.h>
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,226 +31,20 @@
 #include <thread>
 #include <vector>
 
-#include "client_args.h"
 #include "chat_prompt.h"
+#include "client_args.h"
+#include "client_http.h"
 #include "client_result.h"
+#include "client_serving_args.h"
 #include "fake_common.h"
 #include "random_lengths.h"
+#include "token_units.h"
 
 namespace {
 
 using ixfake::now_s;
 using ixfake::strprintf;
 using namespace ixfake::client;
-
-std::unique_ptr<httplib::Client> make_client(const Config& cfg) {
-  auto cli = std::make_unique<httplib::Client>(cfg.url.host, cfg.url.port);
-  auto secs = static_cast<time_t>(cfg.timeout_s);
-  auto usecs = static_cast<time_t>((cfg.timeout_s - static_cast<double>(secs)) * 1e6);
-  cli->set_connection_timeout(std::min<time_t>(secs, 10), secs >= 10 ? 0 : usecs);
-  cli->set_read_timeout(secs, usecs);
-  cli->set_write_timeout(secs, usecs);
-  cli->set_keep_alive(true);
-  cli->set_tcp_nodelay(true);
-  return cli;
-}
-
-// The body of one chat request: `ignore_eos` asks vLLM for exactly
-// max_tokens tokens (benchmark_serving.py's --ignore-eos).
-std::string request_body(const Config& cfg, const std::vector<Message>& messages, int max_tokens, bool ignore_eos) {
-  rapidjson::StringBuffer sb;
-  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
-  w.StartObject();
-  w.Key("model");
-  w.String(cfg.model.c_str());
-  w.Key("messages");
-  w.StartArray();
-  for (const auto& m : messages) {
-    w.StartObject();
-    w.Key("role");
-    w.String(m.role.c_str());
-    w.Key("content");
-    w.String(m.content.c_str());
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("max_tokens");
-  w.Int(max_tokens);
-  if (ignore_eos) {
-    w.Key("ignore_eos");
-    w.Bool(true);
-  }
-  w.Key("stream");
-  w.Bool(cfg.stream);
-  if (cfg.stream) {
-    w.Key("stream_options");
-    w.StartObject();
-    w.Key("include_usage");
-    w.Bool(true);
-    w.EndObject();
-  }
-  w.EndObject();
-  return sb.GetString();
-}
-
-std::optional<int> rank_of(const rapidjson::Document& d) {
-  if (d.IsObject() && d.HasMember("served_by_rank") && d["served_by_rank"].IsInt()) return d["served_by_rank"].GetInt();
-  return std::nullopt;
-}
-
-void read_usage(const rapidjson::Document& d, Record& rec) {
-  if (!d.HasMember("usage") || !d["usage"].IsObject()) return;
-  const rapidjson::Value& u = d["usage"];
-  if (u.HasMember("completion_tokens") && u["completion_tokens"].IsInt()) rec.completion_tokens = u["completion_tokens"].GetInt();
-  if (u.HasMember("prompt_tokens") && u["prompt_tokens"].IsInt()) rec.prompt_tokens = u["prompt_tokens"].GetInt();
-}
-
-// The body of one answer as it arrives: kept whole when not streaming (or
-// not 200), else split into SSE events whose deltas make the reply. Fills
-// the record's rank, time to first token and completion tokens on the way.
-struct ResponseReader {
-  ResponseReader(const Config& c, Record& r) : cfg(c), rec(r), t0(now_s()) {}
-
-  const Config& cfg;
-  Record& rec;
-  double t0;  // when the request started
-  int status = 0;  // from the response handler, before the body
-  std::string body;
-  std::string reply;
-  bool done_marker = false;
-  std::string stream_error;
-  ixfake::SseParser sse;
-
-  bool feed(const char* data, std::size_t len) {
-    if (!cfg.stream || status != 200) {
-      body.append(data, len);
-      return true;
-    }
-    for (const std::string& event : sse.feed(std::string_view(data, len))) on_event(event);
-    return true;
-  }
-
-  void on_event(const std::string& event) {
-    if (event == "[DONE]") {
-      done_marker = true;
-      return;
-    }
-    rapidjson::Document d;
-    d.Parse(event.c_str());
-    if (d.HasParseError() || !d.IsObject()) {
-      stream_error = "a stream chunk is not JSON: " + event.substr(0, 200);
-      return;
-    }
-    if (d.HasMember("error")) {
-      stream_error = "error in stream: " + event.substr(0, 200);
-      return;
-    }
-    if (auto r = rank_of(d)) rec.rank = *r;
-    if (d.HasMember("choices") && d["choices"].IsArray()) {
-      for (const auto& ch : d["choices"].GetArray()) {
-        if (!ch.IsObject() || !ch.HasMember("delta") || !ch["delta"].IsObject()) continue;
-        const auto& delta = ch["delta"];
-        if (delta.HasMember("content") && delta["content"].IsString() && delta["content"].GetStringLength() > 0) {
-          if (!rec.ttft_ms) rec.ttft_ms = (now_s() - t0) * 1000.0;
-          reply += delta["content"].GetString();
-        }
-      }
-    }
-    read_usage(d, rec);
-  }
-
-  // After a 200: the reply, or "" with rec.error set.
-  std::string finish() {
-    if (cfg.stream) {
-      if (!stream_error.empty()) {
-        rec.error = stream_error;
-      } else if (!done_marker) {
-        rec.error = "the stream ended without data: [DONE]";
-      }
-      return reply;
-    }
-    rapidjson::Document d;
-    d.Parse(body.c_str());
-    if (d.HasParseError() || !d.IsObject() || !d.HasMember("choices") || !d["choices"].IsArray() ||
-        d["choices"].Empty()) {
-      rec.error = "the response is not a chat completion: " + body.substr(0, 200);
-      return {};
-    }
-    if (auto r = rank_of(d)) rec.rank = *r;
-    rec.ttft_ms = rec.latency_ms;
-    const auto& choice = d["choices"][0];
-    if (choice.HasMember("message") && choice["message"].IsObject() && choice["message"].HasMember("content") &&
-        choice["message"]["content"].IsString()) {
-      reply = choice["message"]["content"].GetString();
-    }
-    read_usage(d, rec);
-    return reply;
-  }
-};
-
-// One chat turn; fills `rec` and returns the assistant's reply.
-std::string run_turn(httplib::Client& cli, const Config& cfg, const std::string& session,
-                     const std::vector<Message>& messages, Record& rec) {
-  httplib::Request req;
-  req.method = "POST";
-  req.path = cfg.url.base_path + "/v1/chat/completions";
-  req.headers.emplace("X-Session-ID", session);
-  req.headers.emplace("Content-Type", "application/json");
-  if (cfg.stream) req.headers.emplace("Accept", "text/event-stream");
-  req.body = request_body(cfg, messages, rec.max_tokens, cfg.lengths.has_value());
-
-  ResponseReader reader(cfg, rec);
-  req.content_receiver = [&](const char* data, std::size_t len, std::uint64_t, std::uint64_t) {
-    return reader.feed(data, len);
-  };
-  req.response_handler = [&](const httplib::Response& r) {
-    reader.status = r.status;
-    return true;
-  };
-  httplib::Error err = httplib::Error::Success;
-  httplib::Response full;
-  bool ok = cli.send(req, full, err);
-  rec.latency_ms = (now_s() - reader.t0) * 1000.0;
-  if (!ok) {
-    rec.status = reader.status > 0 ? reader.status : 0;
-    rec.error = "request failed: " + httplib::to_string(err);
-    return {};
-  }
-  rec.status = full.status;
-  if (!rec.rank && full.has_header("X-Served-By-Rank")) {
-    if (auto r = ixfake::parse_int(full.get_header_value("X-Served-By-Rank"), 0, 1 << 20)) {
-      rec.rank = static_cast<int>(*r);
-    }
-  }
-  if (full.status != 200) {
-    rec.error = strprintf("HTTP %d: %s", full.status, reader.body.substr(0, 300).c_str());
-    return {};
-  }
-  return reader.finish();
-}
-
-// GET /v1/models: the first model id, or an error message in `error`.
-std::string discover_model(const Config& cfg, std::string& error) {
-  auto cli = make_client(cfg);
-  auto res = cli->Get(cfg.url.base_path + "/v1/models");
-  if (!res) {
-    error = "GET " + cfg.endpoint + "/v1/models failed: " + httplib::to_string(res.error());
-    return {};
-  }
-  if (res->status != 200) {
-    error = strprintf("GET %s/v1/models answered HTTP %d: %s", cfg.endpoint.c_str(), res->status,
-                      res->body.substr(0, 200).c_str());
-    return {};
-  }
-  rapidjson::Document d;
-  d.Parse(res->body.c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("data") || !d["data"].IsArray() || d["data"].Empty() ||
-      !d["data"][0].IsObject() || !d["data"][0].HasMember("id") || !d["data"][0]["id"].IsString()) {
-    error = "GET " + cfg.endpoint + "/v1/models lists no model: " + res->body.substr(0, 200);
-    return {};
-  }
-  return d["data"][0]["id"].GetString();
-}
 
 // ---------------------------------------------------------------- sessions
 
@@ -288,9 +86,12 @@ class TurnPlanner {
 // The engine's usage against what was asked: with drawn lengths they must
 // agree (the fake engine counts as the client does, ignore_eos is exact);
 // a mismatch is logged, not fatal (a real engine tokenizes differently).
+// Without ignore_eos (benchmark_serving.py's mode without --ignore-eos) the
+// engine may stop early, so only the prompt is compared.
 void check_usage(const Config& cfg, const Record& rec) {
   if (!cfg.lengths || !rec.error.empty()) return;
-  if (rec.prompt_tokens != rec.input_len || rec.completion_tokens != rec.max_tokens) {
+  const bool exact_output = !cfg.serving || cfg.serving->ignore_eos;
+  if (rec.prompt_tokens != rec.input_len || (exact_output && rec.completion_tokens != rec.max_tokens)) {
     ixfake::logf("session %s turn %d: the engine counted %d prompt and %d completion tokens; asked %d and %d",
                  rec.session.c_str(), rec.turn, rec.prompt_tokens, rec.completion_tokens, rec.input_len,
                  rec.max_tokens);
@@ -318,7 +119,9 @@ std::vector<Record> run_sessions(const Config& cfg) {
         rec.session = session;
         rec.turn = turn;
         history = planner.plan(s, turn, session, history, rec);
-        std::string reply = run_turn(*cli, cfg, session, history, rec);
+        BodyOptions body{cfg.model, rec.max_tokens, "max_tokens", cfg.lengths.has_value(), cfg.stream, false};
+        const Request req{cfg.url.base_path + "/v1/chat/completions", chat_body(body, history), cfg.stream, session};
+        std::string reply = send_request(*cli, req, rec);
         check_usage(cfg, rec);
         bool failed = !rec.error.empty();
         {
@@ -345,12 +148,149 @@ std::vector<Record> run_sessions(const Config& cfg) {
   return records;
 }
 
-}  // namespace
+// ------------------------------------------------- benchmark_serving.py's run
 
-int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  ixfake::set_log_tag("ix-fake-client");
-  Config cfg = parse_config(argc, argv);
+// Runs fn(client, i) for i in [0, count), at most `width` (and kMaxThreads)
+// at a time, each worker thread with its own connection.
+constexpr int kMaxThreads = 1024;
+void run_pool(const Config& cfg, int count, int width, const std::function<void(httplib::Client&, int)>& fn) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::min({width, count, kMaxThreads}); ++t) {
+    threads.emplace_back([&] {
+      auto cli = make_client(cfg);
+      for (int i = next.fetch_add(1); i < count; i = next.fetch_add(1)) fn(*cli, i);
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+// benchmark_serving.py's requests with --dataset-name random: request i has
+// the i-th drawn input and output lengths (at least 1 each). Its prompt is
+// the input length in the fake engine's token unit: filler words for a
+// completions backend, one user message fitted to it (chat_prompt.h) for
+// openai-chat. The body is the real client's for that backend.
+// Invariant: cfg.serving and cfg.lengths are set (Config's serving mode).
+class ServingPlanner {
+ public:
+  explicit ServingPlanner(const Config& cfg)
+      : cfg_(cfg), s_(*cfg.serving), drawn_(draw_lengths(*cfg.lengths, cfg.requests())) {}
+
+  // Request i's HTTP request; sets the record's session, input_len and
+  // max_tokens. No X-Session-ID: the real client sends none.
+  Request plan(int i, Record& rec) const {
+    rec.session = cfg_.session_prefix + std::to_string(i);
+    rec.max_tokens = std::max(drawn_.output[static_cast<std::size_t>(i)], 1);
+    const int input = std::max(drawn_.input[static_cast<std::size_t>(i)], 1);
+    const std::uint64_t seed = (static_cast<std::uint64_t>(cfg_.lengths->seed) << 32) ^ static_cast<std::uint64_t>(i);
+    const BodyOptions body{cfg_.model, rec.max_tokens, s_.chat ? "max_completion_tokens" : "max_tokens",
+                           s_.ignore_eos, true, true};
+    Request req{cfg_.url.base_path + s_.path, {}, true, {}};
+    if (s_.chat) {
+      std::vector<Message> messages = fit_turn({}, strprintf("Request %d:", i), input, seed);
+      rec.input_len = chat_tokens(messages);
+      req.body = chat_body(body, messages);
+    } else {
+      const std::string prompt = filler_words(input, seed);
+      rec.input_len = ixfake::count_words(prompt);
+      req.body = completion_body(body, prompt);
+    }
+    return req;
+  }
+
+ private:
+  const Config& cfg_;
+  const ServingOptions& s_;
+  DrawnLengths drawn_;
+};
+
+// --num-warmups: request 0, W times, at most C at a time; not counted, and
+// their failures only logged (the real client ignores them).
+void warm_up(const Config& cfg, const ServingPlanner& planner) {
+  const int warmups = cfg.serving->warmups;
+  if (warmups == 0) return;
+  std::atomic<int> failed{0};
+  run_pool(cfg, warmups, cfg.concurrency, [&](httplib::Client& cli, int) {
+    Record rec;
+    send_request(cli, planner.plan(0, rec), rec);
+    if (!rec.error.empty()) failed.fetch_add(1);
+  });
+  ixfake::logf("warmup: %d requests, %d failed", warmups, failed.load());
+}
+
+// --profile: POST BASE/start_profile or /stop_profile with request 0's body
+// (the real client posts it through the backend's request function); the
+// outcome is only logged, as the real client only prints a success.
+void profile(const Config& cfg, const ServingPlanner& planner, const char* what) {
+  auto cli = make_client(cfg);
+  Record rec;
+  Request req = planner.plan(0, rec);
+  req.path = cfg.url.base_path + "/" + what;
+  send_request(*cli, req, rec);
+  ixfake::logf("%s: %s", what, rec.error.empty() ? "done" : rec.error.c_str());
+}
+
+// The counted requests, all of them whatever fails, cfg.concurrency at a
+// time; the records in request order.
+std::vector<Record> run_serving(const Config& cfg, const ServingPlanner& planner) {
+  std::vector<Record> records(static_cast<std::size_t>(cfg.requests()));
+  run_pool(cfg, cfg.requests(), cfg.concurrency, [&](httplib::Client& cli, int i) {
+    Record& rec = records[static_cast<std::size_t>(i)];
+    send_request(cli, planner.plan(i, rec), rec);
+    check_usage(cfg, rec);
+    if (!rec.error.empty()) ixfake::logf("request %s failed: %s", rec.session.c_str(), rec.error.c_str());
+  });
+  return records;
+}
+
+// The benchmark window in unix time, as benchmark_serving.py records it
+// (power telemetry is matched against it); latencies use the steady clock.
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The --benchmark-serving mode, as benchmark_serving.py's main(): exit 1
+// when more than 5% of the requests failed (after saving the result).
+int serving_main(const Config& cfg) {
+  const ServingOptions& s = *cfg.serving;
+  ixfake::logf("benchmark_serving.py: %s%s, model '%s', backend %s: %d prompts (ISL %d, OSL %d, range ratio %g, "
+               "seed %u%s), max concurrency %d, %d warmups",
+               cfg.endpoint.c_str(), s.path.c_str(), cfg.model.c_str(), s.backend.c_str(), cfg.requests(),
+               cfg.lengths->isl, cfg.lengths->osl, cfg.lengths->range_ratio, cfg.lengths->seed,
+               s.ignore_eos ? ", ignore_eos" : "", cfg.concurrency, s.warmups);
+  const ServingPlanner planner(cfg);
+  warm_up(cfg, planner);
+  if (s.profile) profile(cfg, planner, "start_profile");
+  const double t0 = unix_now();
+  std::vector<Record> records = run_serving(cfg, planner);
+  if (s.profile) profile(cfg, planner, "stop_profile");
+  const double t1 = unix_now();
+  const Summary summary = summarize(records);
+  const int completed = cfg.requests() - summary.failed;
+  std::string out = "not saved (no --save-result)";
+  if (s.save_result) {
+    out = cfg.out.empty() ? default_result_path(cfg, result_date(t1)) : cfg.out;
+    if (std::string err = ixfake::write_file_atomic(out, result_json(cfg, records, summary, t0, t1)); !err.empty()) {
+      std::fprintf(stderr, "ix-fake-client: cannot write the result: %s\n", err.c_str());
+      return 1;
+    }
+  }
+  ixfake::logf("%d of %d requests completed, %zu ranks used, %.3f s; result: %s", completed, cfg.requests(),
+               summary.ranks.size(), t1 - t0, out.c_str());
+  const double failure_rate = 1.0 - static_cast<double>(completed) / cfg.requests();
+  if (failure_rate > 0.05) {
+    std::fprintf(stderr, "FAIL: request failure rate %.1f%% exceeds 5%% threshold (%d/%d completed); first: %s: %s\n",
+                 failure_rate * 100, completed, cfg.requests(), summary.first_failure->session.c_str(),
+                 summary.first_failure->error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------ sessions' main
+
+// The sessions mode: exit 1 when any request failed.
+int sessions_main(Config& cfg) {
   if (cfg.model.empty()) {
     std::string error;
     cfg.model = discover_model(cfg, error);
@@ -368,11 +308,6 @@ int main(int argc, char** argv) {
                  cfg.lengths->isl, cfg.lengths->osl, cfg.lengths->range_ratio, cfg.lengths->seed);
   }
 
-  // The benchmark window in unix time, as benchmark_serving.py records it
-  // (power telemetry is matched against it); latencies use the steady clock.
-  const auto unix_now = [] {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  };
   const double t0 = unix_now();
   std::vector<Record> records = run_sessions(cfg);
   const double t1 = unix_now();
@@ -397,4 +332,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);
+  ixfake::set_log_tag("ix-fake-client");
+  Config cfg = parse_config(argc, argv);
+  return cfg.serving ? serving_main(cfg) : sessions_main(cfg);
 }

@@ -154,7 +154,7 @@ export FAKE_VLLM_RECORD_DIR=$TMP/rec  # every fake engine records here, not in t
 E=$(free_port)
 ARGV=("$VLLM" serve /models/test --served-model-name test-model --host 127.0.0.1 --port "$E"
       --data-parallel-size 4 --enable-expert-parallel --engram-config '{"cpu_offload":true}'
-      --max-model-len 1048576 --disable-uvicorn-access-log)
+      --max-model-len 1048576 --disable-uvicorn-access-log --enable-prompt-tokens-details)
 start engine FAKE_VLLM_START_DELAY_S=1.5 X_MARK=fakes-test "${ARGV[@]}"
 ENGINE=$PID
 wait_for 2 n_children "$ENGINE" 4 || fail "no 4 EngineCore children: $(child_comms "$ENGINE")"
@@ -201,6 +201,57 @@ for m in 'vllm:num_requests_running{engine="3",model_name="test-model"}' 'vllm:g
   grep -qF "$m" "$TMP/metrics.txt" || fail "/metrics lacks $m"
 done
 ok "/metrics has vllm: names"
+
+# KV cache (README "KV cache"): one 304-token message (19 blocks of 16), then
+# a second turn on the same rank hits all 19 blocks; on another rank it misses.
+LONG=$(seq -s ' ' 1 300)
+TURN1='{"messages":[{"role":"user","content":"'$LONG'"}],"max_tokens":4}'
+TURN2='{"messages":[{"role":"user","content":"'$LONG'"},{"role":"assistant","content":"ok"},{"role":"user","content":"next"}],"max_tokens":4}'
+cached() {  # cached PORT RANK BODY: the answer's usage.prompt_tokens_details.cached_tokens
+  curl -s -H "X-data-parallel-rank: $2" "http://127.0.0.1:$1/v1/chat/completions" -d "$3" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["usage"]["prompt_tokens_details"]["cached_tokens"])'
+}
+[[ $(cached "$E" 1 "$TURN1") == 0 && $(cached "$E" 1 "$TURN2") == 304 && $(cached "$E" 3 "$TURN2") == 0 ]] ||
+  fail "prefix cache: cached_tokens $(cached "$E" 1 "$TURN2") on the same rank, $(cached "$E" 3 "$TURN2") on another"
+curl -s "http://127.0.0.1:$E/metrics" >"$TMP/metrics.txt"
+for m in 'vllm:prefix_cache_hits_total{engine="1",model_name="test-model"} 304.0' \
+         'vllm:prefix_cache_queries_total{engine="1",model_name="test-model"} 618.0' \
+         'vllm:prefix_cache_hits_total{engine="3",model_name="test-model"} 0.0' \
+         'vllm:prompt_tokens_by_source_total{engine="1",model_name="test-model",source="local_cache_hit"} 304.0' \
+         'vllm:prompt_tokens_by_source_total{engine="1",model_name="test-model",source="local_compute"} 314.0' \
+         'vllm:kv_cache_usage_perc{engine="1",model_name="test-model"} 0.000000'; do
+  grep -qF "$m" "$TMP/metrics.txt" || fail "/metrics lacks $m"
+done
+! grep -q 'kv_offload\|external_prefix' "$TMP/metrics.txt" || fail "/metrics has offload series without a tier"
+[[ $(grep -c 'GPU KV cache size: 327,680 tokens' "$TMP/engine.log") -eq 4 ]] &&
+  grep -q '(EngineCore_DP3 pid=[0-9]*) INFO .*GPU KV cache size' "$TMP/engine.log" ||
+  fail "no capacity line per EngineCore: $(grep 'KV cache size' "$TMP/engine.log")"
+ok "prefix cache per rank: a second turn hits on its rank, misses on another; capacity logged per EngineCore"
+# A 24-block GPU cache and a 1 GiB CPU tier: another prompt evicts most of
+# TURN1's blocks to the CPU, and TURN2 loads them back (external hits).
+E2=$(free_port)
+start tier "$VLLM" serve /m --host 127.0.0.1 --port "$E2" --num-gpu-blocks-override 24 --enable-prompt-tokens-details \
+  --kv-transfer-config '{"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":1073741824}}'
+TIER=$PID
+wait_for 5 is_code "http://127.0.0.1:$E2/health" 200 || fail "offload tier: never ready"
+OTHER='{"messages":[{"role":"user","content":"'$(seq -s ' ' 1001 1300)'"}],"max_tokens":4}'
+[[ $(cached "$E2" 0 "$TURN1") == 0 && $(cached "$E2" 0 "$OTHER") == 0 && $(cached "$E2" 0 "$TURN2") == 304 ]] ||
+  fail "offload tier: TURN2 cached $(cached "$E2" 0 "$TURN2")"
+curl -s "http://127.0.0.1:$E2/metrics" >"$TMP/tier.txt"
+python3 - "$TMP/tier.txt" <<'EOF' || fail "offload tier metrics: $(grep -E 'external|offload|cpu_kv|prefix_cache' "$TMP/tier.txt")"
+import re, sys
+v = {m[0]: float(m[1]) for m in re.findall(r'^(vllm:[a-z_]+)\{engine="0"[^}]*\} (\S+)$', open(sys.argv[1]).read(), re.M)}
+assert v["vllm:external_prefix_cache_hits_total"] > 0 and v["vllm:prefix_cache_hits_total"] > 0, v
+assert v["vllm:external_prefix_cache_hits_total"] + v["vllm:prefix_cache_hits_total"] == 304, v
+assert v["vllm:kv_offload_bytes_cpu_to_gpu_total"] == v["vllm:external_prefix_cache_hits_total"] * 65536, v
+assert v["vllm:kv_offload_bytes_gpu_to_cpu_total"] > 0 and v["vllm:kv_offload_time_cpu_to_gpu_total"] > 0, v
+assert 0 < v["vllm:cpu_kv_cache_usage_perc"] < 1 and v["vllm:external_prefix_cache_queries_total"] == 3 * 304 + 10, v
+EOF
+stop_engine "$TIER" 3
+RC=0
+"$VLLM" serve /m --port 0 --kv-transfer-config '{"kv_connector":"FooConnector","kv_role":"kv_both"}' >/dev/null 2>"$TMP/kvt.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "Unsupported connector type: FooConnector" "$TMP/kvt.txt" || fail "unknown connector: rc $RC, $(cat "$TMP/kvt.txt")"
+ok "offload tier: evicted blocks come back from the CPU as external hits, with bytes; an unknown connector exits 2"
 
 start dup "$VLLM" serve /m --host 127.0.0.1 --port "$E"
 wait_exit "$PID" 3
@@ -374,6 +425,59 @@ print(f"{one['mean_tpot_ms']:.2f} ms at conc 1, {eight['mean_tpot_ms']:.2f} ms a
 PY
 ) || fail "TPOT does not grow with load"
 ok "FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS: TPOT grows with load: $TPOTS"
+stop_engine "$ENGINE" 3
+
+# ------------------------------------------- benchmark_serving.py's command
+# InferenceX's run_benchmark_serving command line, through the stand-in of its
+# checkout (tests/fakes/inferencex-workspace), against the fake engine.
+WS=$(cd "$(dirname "$0")" && pwd)/inferencex-workspace
+BS=$WS/utils/bench_serving/benchmark_serving.py
+E=$(free_port)
+start bs "$VLLM" serve /models/bs --served-model-name bs-model --host 127.0.0.1 --port "$E" --max-model-len 4096
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "bs: never ready"
+RC=0
+PATH="$BIN:$PATH" python3 "$BS" --model bs-model --dataset-name random --num-prompt 3 >/dev/null 2>"$TMP/bs-usage.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "error: unrecognized arguments: --num-prompt" "$TMP/bs-usage.txt" ||
+  fail "an unknown benchmark_serving.py flag: rc $RC, $(tail -1 "$TMP/bs-usage.txt")"
+ok "benchmark_serving.py stand-in: an unknown flag exits 2 naming it"
+mkdir -p "$TMP/bs"
+BS_ARGV=(python3 "$BS" --model bs-model --backend vllm --base-url "http://0.0.0.0:$E" --dataset-name random
+         --random-input-len 256 --random-output-len 64 --random-range-ratio 0.8 --num-prompts 10 --max-concurrency 4
+         --request-rate inf --ignore-eos --save-result --num-warmups 8 --percentile-metrics 'ttft,tpot,itl,e2el'
+         --result-dir "$TMP/bs" --result-filename bs_run.json)
+PATH="$BIN:$PATH" "${BS_ARGV[@]}" >"$TMP/bs1.log" 2>&1 || fail "benchmark_serving.py stand-in: $(tail -5 "$TMP/bs1.log")"
+# The sessions mode with InferenceX's variables draws the same lengths for the same seed.
+ISL=256 OSL=64 RANDOM_RANGE_RATIO=0.8 IX_ENDPOINT="http://127.0.0.1:$E" \
+  "$CLIENT" --sessions 10 --turns 1 --concurrency 4 --out "$TMP/bs/sessions.json" >"$TMP/bs2.log" 2>&1 ||
+  fail "client with ISL=256: $(tail -3 "$TMP/bs2.log")"
+curl -s "http://127.0.0.1:$E/metrics" >"$TMP/bs-metrics.txt"
+python3 - "$TMP/bs/bs_run.json" "$TMP/bs/sessions.json" "$TMP/bs-metrics.txt" <<'PY' || fail "benchmark_serving.py's result: $(head -c 1500 "$TMP/bs/bs_run.json")"
+import json, re, sys
+d, s = (json.load(open(f)) for f in sys.argv[1:3])
+assert d["num_prompts"] == d["completed"] == 10 == len(d["input_lens"]), (d["num_prompts"], d["completed"])
+assert d["backend"] == "vllm" and d["model_id"] == d["tokenizer_id"] == "bs-model" and d["max_concurrency"] == 4
+assert d["x_session_id_header"] is False and d["turns"] == 1 and not [r for r in d["requests"] if "error" in r]
+assert d["input_lens"] == s["input_lens"] and d["output_lens"] == s["output_lens"], (d["input_lens"], s["input_lens"])
+assert [r["prompt_tokens"] for r in d["requests"]] == d["input_lens"]
+assert [r["max_tokens"] for r in d["requests"]] == d["output_lens"]  # --ignore-eos: exactly the drawn length
+assert all(204 <= n <= 256 for n in d["input_lens"]) and all(51 <= n <= 64 for n in d["output_lens"])
+# 10 counted, 8 warmups (--num-warmups), 10 from the sessions run: all finished by length (ignore_eos).
+done = sum(float(v) for v in re.findall(r'^vllm:request_success_total\{.*finished_reason="length".*\} (\S+)$',
+                                        open(sys.argv[3]).read(), re.M))
+assert done == 28, done
+PY
+ok "InferenceX's benchmark_serving.py command line (stand-in): num_prompts = completed = 10, 8 warmups, numpy's lengths"
+# Every optional flag run_benchmark_serving may add; no --result-filename: benchmark_serving.py's default name.
+PATH="$BIN:$PATH" "${BS_ARGV[@]:0:${#BS_ARGV[@]}-2}" --profile --endpoint /v1/completions --use-chat-template --dsv4 \
+  --trust-remote-code --tokenizer /tok --tokenizer-mode auto --percentile-metrics e2el >"$TMP/bs3.log" 2>&1 ||
+  fail "benchmark_serving.py with every optional flag: $(tail -5 "$TMP/bs3.log")"
+grep -q "start_profile: " "$TMP/bs3.log" && grep -q "stop_profile: " "$TMP/bs3.log" || fail "--profile: no profiler calls"
+RESULT=$(ls "$TMP"/bs/vllm-infqps-concurrency4-bs-model-*.json 2>/dev/null | head -1)
+[[ -n $RESULT ]] || fail "no default-named result in $TMP/bs: $(ls "$TMP/bs")"
+pyjson "$RESULT" 'd["tokenizer_id"] == "/tok" and d["completed"] == 10 and "mean_e2el_ms" in d and not [k for k in d if k.endswith("ttft_ms") or "tpot" in k]' ||
+  fail "the default-named result: $(head -c 800 "$RESULT")"
+ok "benchmark_serving.py with --profile, --endpoint, --dsv4, --tokenizer...: its default result name, --percentile-metrics e2el"
 stop_engine "$ENGINE" 3
 
 # ------------------------------------------------------- router and client

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fake_common.h"
+#include "vllm_engine_cores.h"
 
 namespace ixfake::vllm {
 namespace {
@@ -59,8 +60,19 @@ std::string check_context(int prompt_tokens, int max_tokens, long long max_model
 
 Engine::Engine(Config cfg)
     : cfg_(std::move(cfg)),
-      latency_{cfg_.switches.token_delay_s, cfg_.switches.token_delay_per_seq_s, cfg_.switches.prefill_s_per_1k} {
-  for (int r : cfg_.layout.served_ranks) stats_.emplace(r, RankStats{});
+      // Loading a block from the CPU tier is a copy, not a forward pass: a
+      // tenth of the prefill's cost per token unless the switch says.
+      latency_{cfg_.switches.token_delay_s, cfg_.switches.token_delay_per_seq_s, cfg_.switches.prefill_s_per_1k,
+               cfg_.switches.kv_load_s_per_1k.value_or(cfg_.switches.prefill_s_per_1k / 10)} {
+  for (int r : cfg_.layout.served_ranks) {
+    auto it = caches_.emplace(r, KvCache(cfg_.kv)).first;
+    stats_.emplace(r, RankStats{}).first->second.kv = it->second.snapshot();
+  }
+  log_kv_cache_size(cfg_.kv.gpu_tokens(), cfg_.max_model_len);
+  if (cfg_.kv.tier != TierKind::kNone) {
+    logf("KV offload tier (%s): %lld CPU blocks of %lld bytes (%s tokens) per rank", cfg_.kv.connector.c_str(),
+         cfg_.kv.cpu_blocks, cfg_.kv.bytes_per_block, with_thousands(cfg_.kv.cpu_blocks * cfg_.kv.block_size).c_str());
+  }
 }
 
 void Engine::install(http::Server& svr) {
@@ -90,7 +102,7 @@ void Engine::install(http::Server& svr) {
   });
   svr.Get("/metrics", [this](const http::Request&, http::Response& res) {
     std::lock_guard<std::mutex> lock(stats_mutex_);
-    res.set_content(render_metrics(stats_, cfg_.served_names.front(), served().front(), cfg_.max_model_len),
+    res.set_content(render_metrics(stats_, cfg_.served_names.front(), served().front(), cfg_.max_model_len, cfg_.kv),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   svr.Post("/v1/completions", [this](const http::Request& req, http::Response& res) { completion(req, res, false); });
@@ -130,7 +142,8 @@ bool Engine::resolve_rank(const http::Request& req, int& rank, std::string& erro
 
 // Parses and checks the body into `c` (model, generation, id) and `stream`;
 // on a bad request answers 400 or 404 and returns false.
-bool Engine::read_request(const http::Request& req, http::Response& res, Call& c, bool& stream) {
+bool Engine::read_request(const http::Request& req, http::Response& res, Call& c, bool& stream,
+                          std::vector<std::uint64_t>& token_hashes) {
   rapidjson::Document doc;
   doc.Parse(req.body.c_str(), req.body.size());
   if (doc.HasParseError() || !doc.IsObject()) {
@@ -154,7 +167,7 @@ bool Engine::read_request(const http::Request& req, http::Response& res, Call& c
   std::string prompt;
   int prompt_tokens = 0;
   std::string error = read_options(doc, o);
-  if (error.empty()) error = read_prompt(doc, c.chat, prompt, prompt_tokens);
+  if (error.empty()) error = read_prompt(doc, c.chat, prompt, prompt_tokens, &token_hashes);
   if (error.empty()) error = check_context(prompt_tokens, o.max_tokens, cfg_.max_model_len);
   if (!error.empty()) {
     json_error(res, 400, error, "BadRequestError");
@@ -179,11 +192,9 @@ void Engine::completion(const http::Request& req, http::Response& res, bool chat
   }
   res.set_header("X-Served-By-Rank", std::to_string(c.rank));
   bool streamed = false;
-  if (!read_request(req, res, c, streamed)) return;
-  {
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    stats_[c.rank].running += 1;
-  }
+  std::vector<std::uint64_t> token_hashes;
+  if (!read_request(req, res, c, streamed, token_hashes)) return;
+  admit(c, token_hashes);
   if (streamed) {
     stream(res, c);
     return;
@@ -191,6 +202,23 @@ void Engine::completion(const http::Request& req, http::Response& res, bool chat
   pace(c);
   res.set_content(full_response(c), "application/json");
   finish_stats(c, now_s() - c.t0, true);
+}
+
+// The request starts running on its rank: its prompt is looked up in the
+// rank's KV cache (hashed outside the lock: a prompt may be long) and its
+// blocks held until finish_stats.
+void Engine::admit(Call& c, const std::vector<std::uint64_t>& token_hashes) {
+  const std::vector<std::uint64_t> blocks = block_hashes(token_hashes, cfg_.kv.block_size);
+  c.prompt_tokens_details = cfg_.kv.prompt_tokens_details;
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  KvCache& cache = caches_.at(c.rank);
+  const KvAdmission a = cache.admit(blocks, c.gen.prompt_tokens, static_cast<int>(c.gen.tokens.size()));
+  c.kv_id = a.id;
+  c.gpu_hit_tokens = a.gpu_hit_tokens;
+  c.cpu_hit_tokens = a.cpu_hit_tokens;
+  RankStats& s = stats_[c.rank];
+  s.running += 1;
+  s.kv = cache.snapshot();
 }
 
 // The SSE answer, written as the tokens are "generated"; the stats count it
@@ -226,7 +254,7 @@ Engine::Load Engine::load(int rank) {
 // A whole (not streamed) answer: sleeps until its last token is due.
 void Engine::pace(const Call& c) {
   if (latency_.zero()) return;
-  TokenPacer pacer(latency_, c.t0, c.gen.prompt_tokens);
+  TokenPacer pacer(latency_, c.t0, c.gen.prompt_tokens - c.gpu_hit_tokens - c.cpu_hit_tokens, c.cpu_hit_tokens);
   const int count = static_cast<int>(c.gen.tokens.size());
   for (int i = 0; i < count; ++i) {
     const Load l = load(c.rank);
@@ -250,7 +278,8 @@ bool Engine::send_stream(const Call& call, http::DataSink& sink, double& ttft) {
   std::string empty;
   pending = sse_chunk(call, "assistant", call.chat ? &empty : nullptr, nullptr, false);
   if (!flush()) return false;
-  TokenPacer pacer(latency_, call.t0, call.gen.prompt_tokens);
+  TokenPacer pacer(latency_, call.t0, call.gen.prompt_tokens - call.gpu_hit_tokens - call.cpu_hit_tokens,
+                   call.cpu_hit_tokens);
   const int count = static_cast<int>(call.gen.tokens.size());
   for (int i = 0; i < count; ++i) {
     if (!latency_.zero()) {
@@ -279,11 +308,17 @@ void Engine::finish_stats(const Call& c, double ttft, bool ok) {
   std::lock_guard<std::mutex> lock(stats_mutex_);
   RankStats& s = stats_[c.rank];
   s.running -= 1;
+  KvCache& cache = caches_.at(c.rank);
+  cache.release(c.kv_id);
+  s.kv = cache.snapshot();
   if (!ok) {
     ++s.aborted;
     return;
   }
   s.prompt_tokens += static_cast<unsigned long long>(c.gen.prompt_tokens);
+  s.prompt_local_hit += static_cast<unsigned long long>(c.gpu_hit_tokens);
+  s.prompt_external += static_cast<unsigned long long>(c.cpu_hit_tokens);
+  s.prompt_local_compute += static_cast<unsigned long long>(c.gen.prompt_tokens - c.gpu_hit_tokens - c.cpu_hit_tokens);
   s.generation_tokens += c.gen.tokens.size();
   (c.gen.finish_reason == "stop" ? s.success_stop : s.success_length) += 1;
   s.e2e.observe(now_s() - c.t0);

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "http_server.h"
 #include "vllm_args.h"
+#include "vllm_kv_cache.h"
 #include "vllm_latency.h"
 #include "vllm_metrics.h"
 #include "vllm_responses.h"
@@ -19,8 +22,10 @@
 namespace ixfake::vllm {
 
 // The API server's state (never built on a headless node). Invariant:
-// stats_ has exactly one entry per served rank (cfg().layout.served_ranks); a request counts as running in it from the parsed request to the
-// last byte sent (or the stream's abort).
+// stats_ and caches_ have exactly one entry per served rank
+// (cfg().layout.served_ranks); a request counts as running in stats_, and
+// holds its blocks in caches_, from the parsed request to the last byte sent
+// (or the stream's abort); stats_[r].kv is caches_[r]'s latest snapshot.
 class Engine {
  public:
   explicit Engine(Config cfg);
@@ -36,7 +41,9 @@ class Engine {
   static void json_error(http::Response& res, int status, const std::string& message, const char* type);
   const std::vector<int>& served() const { return cfg_.layout.served_ranks; }
   bool resolve_rank(const http::Request& req, int& rank, std::string& error) const;
-  bool read_request(const http::Request& req, http::Response& res, Call& c, bool& stream);
+  bool read_request(const http::Request& req, http::Response& res, Call& c, bool& stream,
+                    std::vector<std::uint64_t>& token_hashes);
+  void admit(Call& c, const std::vector<std::uint64_t>& token_hashes);
   void completion(const http::Request& req, http::Response& res, bool chat);
   void stream(http::Response& res, const Call& c);
   bool send_stream(const Call& call, http::DataSink& sink, double& ttft);
@@ -53,6 +60,7 @@ class Engine {
   LatencyModel latency_;  // from cfg_.switches; each rank is one "GPU"
   std::mutex stats_mutex_;
   std::map<int, RankStats> stats_;  // guarded by stats_mutex_
+  std::map<int, KvCache> caches_;   // guarded by stats_mutex_: one KV cache per rank, so a moved session misses
   std::atomic<unsigned long long> next_id_{1};
 };
 

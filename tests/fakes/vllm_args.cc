@@ -164,6 +164,28 @@ void check_config_flags(const LooseArgs& args) {
   }
 }
 
+// The KV cache's flags (vllm_kv_config.h) with the switches that size it;
+// a configuration vLLM would refuse is a usage error.
+KvCacheConfig read_kv_cache(const LooseArgs& args, const Switches& sw) {
+  KvFlags f;
+  if (auto n = int_flag(args, {"--block-size"}, 1, 4096)) f.block_size = *n;
+  if (auto n = int_flag(args, {"--num-gpu-blocks-override"}, 1, 1LL << 30)) f.gpu_blocks = *n;
+  f.kv_transfer = flag_value(args, "--kv-transfer-config");
+  // --[no-]enable-prefix-caching is argparse's BooleanOptionalAction: the last one wins.
+  bool_flag(args, {"--enable-prefix-caching"});
+  bool_flag(args, {"--no-enable-prefix-caching"});
+  for (const auto& flag : args.flags) {
+    if (flag.name == "--enable-prefix-caching") f.no_prefix_caching = false;
+    if (flag.name == "--no-enable-prefix-caching") f.no_prefix_caching = true;
+  }
+  f.prompt_tokens_details = bool_flag(args, {"--enable-prompt-tokens-details"});
+  f.env_gpu_blocks = sw.num_gpu_blocks;
+  f.env_mooncake_bytes = sw.mooncake_bytes;
+  KvCacheConfig kv;
+  if (std::string err = make_kv_config(f, kv); !err.empty()) usage_error(err);
+  return kv;
+}
+
 }  // namespace
 
 std::optional<long long> parse_human_int(const std::string& text) {
@@ -196,7 +218,9 @@ Config parse_config(int argc, char** argv) {
   LooseArgs args = parse_loose(rest, {"--served-model-name", "--numa-bind-nodes", "--numa-bind-cpus"},
                                {"--headless", "--numa-bind", "--data-parallel-hybrid-lb", "-dph", "--no-data-parallel-hybrid-lb",
                                 "--data-parallel-external-lb", "-dpe", "--no-data-parallel-external-lb",
-                                "--enable-expert-parallel", "-ep", "--no-enable-expert-parallel"});
+                                "--enable-expert-parallel", "-ep", "--no-enable-expert-parallel",
+                                "--enable-prefix-caching", "--no-enable-prefix-caching",
+                                "--enable-prompt-tokens-details"});
   read_model(args, cfg);
   if (auto h = flag_value(args, "--host")) cfg.host = *h;
   if (auto p = int_flag(args, {"--port"}, 0, 65535)) cfg.port = *p;
@@ -210,6 +234,7 @@ Config parse_config(int argc, char** argv) {
   }
   check_config_flags(args);
   cfg.switches = parse_switches(cfg.argv, cfg.layout.local_ranks, cfg.dp_size);
+  cfg.kv = read_kv_cache(args, cfg.switches);
   return cfg;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "vllm_kv_config.h"
 #include "vllm_layout.h"
 #include "vllm_switches.h"
 
@@ -29,6 +30,7 @@ struct Config {
   Layout layout;                 // role, local and served ranks, the head's address
   long long max_model_len = 8192;
   Switches switches;             // the environment's, applied or not (faults_active)
+  KvCacheConfig kv;              // each rank's KV cache (vllm_kv_config.h)
 };
 
 // The whole command line and environment; prints and exits for --version,

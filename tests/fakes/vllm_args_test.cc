@@ -115,5 +115,29 @@ TEST(VllmArgs, UsageErrorsExit2WithArgparseMessages) {
   EXPECT_EXIT(Parse({"run"}), testing::ExitedWithCode(2), "only the 'serve' subcommand");
 }
 
+TEST(VllmArgs, KvCacheFlags) {
+  Config d = Parse({"serve", "/m"});
+  EXPECT_EQ(d.kv.block_size, 16);
+  EXPECT_EQ(d.kv.gpu_blocks, kDefaultGpuBlocks);
+  EXPECT_TRUE(d.kv.prefix_caching);
+  EXPECT_FALSE(d.kv.prompt_tokens_details);
+  // The boolean flags never take the model as their value.
+  Config c = Parse({"serve", "--enable-prefix-caching", "--no-enable-prefix-caching", "--enable-prompt-tokens-details",
+                    "/m", "--block_size", "32", "--num-gpu-blocks-override", "100", "--kv-transfer-config",
+                    R"({"kv_connector":"OffloadingConnector","kv_role":"kv_both",)"
+                    R"("kv_connector_extra_config":{"cpu_bytes_to_use":33554432}})"});
+  EXPECT_EQ(c.model_path, "/m");
+  EXPECT_EQ(c.kv.block_size, 32);
+  EXPECT_EQ(c.kv.gpu_blocks, 100);
+  EXPECT_EQ(c.kv.gpu_tokens(), 3200);
+  EXPECT_FALSE(c.kv.prefix_caching);  // the last of the pair wins
+  EXPECT_TRUE(c.kv.prompt_tokens_details);
+  EXPECT_EQ(c.kv.tier, TierKind::kCpuOffload);
+  EXPECT_EQ(c.kv.cpu_blocks, 16);  // 32 MiB of 2 MiB blocks
+  EXPECT_EXIT(Parse({"serve", "/m", "--kv-transfer-config", R"({"kv_connector":"NixlConnector"})"}),
+              testing::ExitedWithCode(2), "Please specify kv_role");
+  EXPECT_EXIT(Parse({"serve", "/m", "--block-size", "0"}), testing::ExitedWithCode(2), "--block-size");
+}
+
 }  // namespace
 }  // namespace ixfake::vllm

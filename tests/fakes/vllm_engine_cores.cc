@@ -1,5 +1,6 @@
 #include "vllm_engine_cores.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "fake_common.h"
+#include "vllm_kv_config.h"
 
 namespace ixfake::vllm {
 namespace {
@@ -159,6 +161,16 @@ void start_engine_cores(const std::vector<int>& ranks, int reservation_fd) {
     if (pid == 0) engine_core_main(rank, self, reservation_fd);
     std::lock_guard<std::mutex> lock(g_children_mutex);
     g_children.push_back({rank, pid, true});
+  }
+}
+
+void log_kv_cache_size(long long tokens_per_rank, long long max_model_len) {
+  for (const EngineCore& c : engine_cores()) {
+    const std::string tag = strprintf("(EngineCore_DP%d pid=%d) INFO", c.rank, static_cast<int>(c.pid));
+    logf("%s [kv_cache_utils.py] GPU KV cache size: %s tokens", tag.c_str(), with_thousands(tokens_per_rank).c_str());
+    logf("%s [kv_cache_utils.py] Maximum concurrency for %s tokens per request: %.2fx", tag.c_str(),
+         with_thousands(max_model_len).c_str(),
+         static_cast<double>(tokens_per_rank) / static_cast<double>(std::max(max_model_len, 1LL)));
   }
 }
 

@@ -43,6 +43,13 @@ void set_shutdown_hook(ShutdownHook hook);
 // The children started, in rank order, dead or alive.
 std::vector<EngineCore> engine_cores();
 
+// vLLM's capacity lines, once the model is "loaded", for each EngineCore
+// started here, tagged as vLLM prefixes its engine processes' output:
+// `(EngineCore_DP0 pid=1236) INFO [kv_cache_utils.py] GPU KV cache size:
+// 327,680 tokens`, then the maximum concurrency at max_model_len (what
+// InferenceX reads as the KV pool, summed over the tags).
+void log_kv_cache_size(long long tokens_per_rank, long long max_model_len);
+
 // FAKE_VLLM_CRASH_ENGINE_AFTER_S: the EngineCore of `rank`, if alive,
 // exits with status 1 (SIGUSR1); the API server keeps serving.
 void crash_engine_core(int rank);

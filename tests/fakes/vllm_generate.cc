@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <string_view>
 
 #include "fake_common.h"
 
@@ -17,9 +18,23 @@ std::uint64_t mix64(std::uint64_t h, std::uint64_t i) {
   return z ^ (z >> 31);
 }
 
+// Appends one hash per whitespace-separated word of `text` (the token unit,
+// token_units.h).
+void append_word_hashes(std::string_view text, std::vector<std::uint64_t>* out) {
+  if (out == nullptr) return;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) != 0) ++i;
+    const std::size_t start = i;
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) == 0) ++i;
+    if (i > start) out->push_back(hash64(text.substr(start, i - start)));
+  }
+}
+
 constexpr const char* kBadPrompt = "'prompt' must be a string, an array of strings or an array of token ids";
 
-std::string read_chat_prompt(const rapidjson::Document& doc, std::string& text, int& tokens) {
+std::string read_chat_prompt(const rapidjson::Document& doc, std::string& text, int& tokens,
+                             std::vector<std::uint64_t>* hashes) {
   if (!doc.HasMember("messages") || !doc["messages"].IsArray() || doc["messages"].Empty()) {
     return "'messages' must be a non-empty array";
   }
@@ -37,17 +52,28 @@ std::string read_chat_prompt(const rapidjson::Document& doc, std::string& text, 
     }
     const std::string role = m["role"].GetString();
     tokens += chat_message_tokens(role, content);
-    text += role + ": " + content + "\n";
+    const std::string rendered = role + ": " + content + "\n";
+    if (hashes != nullptr) {
+      // The chat template's framing of a message (e.g. <|im_start|>, the
+      // role's header, <|im_end|>): the same 3 tokens for every message.
+      for (int f = 0; f < kChatMessageOverhead; ++f) {
+        hashes->push_back(mix64(0x6672616d65ULL, static_cast<std::uint64_t>(f)));
+      }
+      append_word_hashes(rendered, hashes);
+    }
+    text += rendered;
   }
   return {};
 }
 
-std::string read_text_prompt(const rapidjson::Document& doc, std::string& text, int& tokens) {
+std::string read_text_prompt(const rapidjson::Document& doc, std::string& text, int& tokens,
+                             std::vector<std::uint64_t>* hashes) {
   if (!doc.HasMember("prompt")) return "'prompt' is required";
   const auto& p = doc["prompt"];
   if (p.IsString()) {
     text = p.GetString();
     tokens = count_words(text);
+    append_word_hashes(text, hashes);
     return {};
   }
   if (!p.IsArray() || p.Empty()) return kBadPrompt;
@@ -55,9 +81,11 @@ std::string read_text_prompt(const rapidjson::Document& doc, std::string& text, 
     if (e.IsString()) {
       text += e.GetString();
       tokens += count_words(e.GetString());
+      append_word_hashes(e.GetString(), hashes);
     } else if (e.IsInt()) {
       text += std::to_string(e.GetInt()) + " ";
       tokens += 1;
+      if (hashes != nullptr) hashes->push_back(mix64(0x746f6b656e4964ULL, static_cast<std::uint64_t>(e.GetInt())));
     } else {
       return kBadPrompt;
     }
@@ -86,9 +114,11 @@ Generation generate(const std::string& prompt, int prompt_tokens, int max_tokens
   return g;
 }
 
-std::string read_prompt(const rapidjson::Document& doc, bool chat, std::string& text, int& tokens) {
+std::string read_prompt(const rapidjson::Document& doc, bool chat, std::string& text, int& tokens,
+                        std::vector<std::uint64_t>* token_hashes) {
   tokens = 0;
-  return chat ? read_chat_prompt(doc, text, tokens) : read_text_prompt(doc, text, tokens);
+  if (token_hashes != nullptr) token_hashes->clear();
+  return chat ? read_chat_prompt(doc, text, tokens, token_hashes) : read_text_prompt(doc, text, tokens, token_hashes);
 }
 
 }  // namespace ixfake::vllm

@@ -7,6 +7,7 @@
 
 #include <rapidjson/document.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,11 @@ Generation generate(const std::string& prompt, int prompt_tokens, int max_tokens
 
 // The prompt of a request body (`messages` for chat, else `prompt`: a string,
 // strings or token ids) as text, and its token count; returns the 400 error
-// message, empty on success.
-std::string read_prompt(const rapidjson::Document& doc, bool chat, std::string& text, int& tokens);
+// message, empty on success. With token_hashes, also one hash per token, in
+// order, as the engine sees the prompt (what its KV cache hashes,
+// vllm_kv_cache.h): per chat message its 3 framing tokens, then the words of
+// "ROLE: CONTENT\n"; so token_hashes->size() == tokens.
+std::string read_prompt(const rapidjson::Document& doc, bool chat, std::string& text, int& tokens,
+                        std::vector<std::uint64_t>* token_hashes = nullptr);
 
 }  // namespace ixfake::vllm

@@ -108,6 +108,7 @@ void run_headless(const Config& cfg) {
   logf("joined the head node at %s from %s", name.c_str(), local_name(link->fd()).c_str());
   std::thread(watch_head, link, name).detach();
   load_model(sw);
+  log_kv_cache_size(cfg.kv.gpu_tokens(), cfg.max_model_len);
   link->send_line(kReady);
   logf("engines loaded; told the head node READY");
   static std::atomic<bool> hang{false};  // no API here to hang

@@ -9,15 +9,17 @@ double LatencyModel::step_s(long running) const {
   return token_s + per_seq_s * static_cast<double>(others);
 }
 
-double LatencyModel::prefill_s(int prompt_tokens, long running) const {
-  const double idle = prefill_s_per_1k * static_cast<double>(std::max(prompt_tokens, 0)) / 1000.0;
+double LatencyModel::prefill_s(int computed_tokens, long running, int loaded_tokens) const {
+  const double idle = (prefill_s_per_1k * static_cast<double>(std::max(computed_tokens, 0)) +
+                       kv_load_s_per_1k * static_cast<double>(std::max(loaded_tokens, 0))) /
+                      1000.0;
   if (token_s <= 0) return idle;
   return idle * step_s(running) / token_s;
 }
 
 double TokenPacer::next_due(long running) {
   if (issued_++ == 0) {
-    due_s_ = arrival_s_ + model_.prefill_s(prompt_tokens_, running) + model_.step_s(running);
+    due_s_ = arrival_s_ + model_.prefill_s(computed_tokens_, running, loaded_tokens_) + model_.step_s(running);
   } else {
     due_s_ += model_.step_s(running);
   }

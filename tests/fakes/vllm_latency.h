@@ -13,19 +13,22 @@ namespace ixfake::vllm {
 struct LatencyModel {
   double token_s = 0;          // FAKE_VLLM_TOKEN_DELAY_MS: a step with this sequence alone
   double per_seq_s = 0;        // FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS: added per other sequence on the rank
-  double prefill_s_per_1k = 0; // FAKE_VLLM_PREFILL_MS_PER_1K: per 1000 prompt tokens on an idle rank
+  double prefill_s_per_1k = 0; // FAKE_VLLM_PREFILL_MS_PER_1K: per 1000 computed prompt tokens on an idle rank
+  double kv_load_s_per_1k = 0; // FAKE_VLLM_KV_LOAD_MS_PER_1K: per 1000 tokens loaded from the CPU KV tier
 
   // One decode step while `running` sequences (this one included; at least
   // 1 is assumed) run on the rank: token_s + per_seq_s * (running - 1).
   double step_s(long running) const;
 
-  // The prefill of a prompt of `prompt_tokens` while `running` sequences run:
-  // prefill_s_per_1k * tokens / 1000, slowed by step_s(running) / token_s
-  // (chunked prefill shares its steps with the others' decodes), or not
-  // slowed when token_s is 0.
-  double prefill_s(int prompt_tokens, long running) const;
+  // The prefill of a prompt whose `computed_tokens` are not in the KV cache
+  // (vllm_kv_cache.h: GPU cache hits cost nothing) and whose
+  // `loaded_tokens` come from the CPU tier, while `running` sequences run:
+  // (prefill_s_per_1k * computed + kv_load_s_per_1k * loaded) / 1000,
+  // slowed by step_s(running) / token_s (chunked prefill shares its steps
+  // with the others' decodes), or not slowed when token_s is 0.
+  double prefill_s(int computed_tokens, long running, int loaded_tokens = 0) const;
 
-  bool zero() const { return token_s == 0 && per_seq_s == 0 && prefill_s_per_1k == 0; }
+  bool zero() const { return token_s == 0 && per_seq_s == 0 && prefill_s_per_1k == 0 && kv_load_s_per_1k == 0; }
 };
 
 // When each token of one answer is due, and whether the sender sleeps
@@ -43,8 +46,9 @@ class TokenPacer {
   static constexpr double kMinSleepS = 0.001;
   static constexpr double kWriteIntervalPerStreamS = 0.0001;
 
-  TokenPacer(const LatencyModel& model, double arrival_s, int prompt_tokens)
-      : model_(model), arrival_s_(arrival_s), prompt_tokens_(prompt_tokens) {}
+  // computed_tokens and loaded_tokens: as LatencyModel::prefill_s.
+  TokenPacer(const LatencyModel& model, double arrival_s, int computed_tokens, int loaded_tokens = 0)
+      : model_(model), arrival_s_(arrival_s), computed_tokens_(computed_tokens), loaded_tokens_(loaded_tokens) {}
 
   // The due time of the next token, given the sequences running on the rank
   // now; call once per token, in order.
@@ -63,7 +67,8 @@ class TokenPacer {
  private:
   LatencyModel model_;
   double arrival_s_;
-  int prompt_tokens_;
+  int computed_tokens_;
+  int loaded_tokens_;
   int issued_ = 0;
   double due_s_ = 0;
 };

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "vllm_kv_cache.h"
+
 namespace ixfake::vllm {
 
 // A Prometheus histogram. Invariant: counts has one entry per bound, and
@@ -25,9 +27,15 @@ std::vector<double> latency_buckets();
 
 // What one data-parallel rank has served. `running` counts requests started
 // and not finished; a finished one counts once, as a success or aborted.
+// The prompt_* by source add up to prompt_tokens (both counted at success);
+// kv is the rank's KV cache as of its last change (vllm_kv_cache.h).
 struct RankStats {
   long running = 0;
   unsigned long long prompt_tokens = 0;
+  unsigned long long prompt_local_hit = 0;      // found in the GPU prefix cache
+  unsigned long long prompt_local_compute = 0;  // computed
+  unsigned long long prompt_external = 0;       // loaded from the CPU tier
+  KvSnapshot kv;
   unsigned long long generation_tokens = 0;
   unsigned long long success_stop = 0;
   unsigned long long success_length = 0;
@@ -37,8 +45,10 @@ struct RankStats {
 };
 
 // The /metrics body for `stats` (by rank), served as `model_name`;
-// cache_config_info is reported for first_rank.
+// cache_config_info is reported for first_rank, with the cache's shape from
+// `kv`. The external-cache and offload families appear only when `kv` has a
+// tier.
 std::string render_metrics(const std::map<int, RankStats>& stats, const std::string& model_name, int first_rank,
-                           long long max_model_len);
+                           long long max_model_len, const KvCacheConfig& kv = KvCacheConfig{});
 
 }  // namespace ixfake::vllm

@@ -30,7 +30,9 @@ TEST(VllmMetrics, RendersPerRankFamilies) {
             std::string::npos);
   EXPECT_NE(text.find("vllm:e2e_request_latency_seconds_bucket{engine=\"1\",model_name=\"my\\\"model\",le=\"0.025\"} 1.0"),
             std::string::npos);
-  EXPECT_NE(text.find("vllm:cache_config_info{engine=\"0\",max_model_len=\"4096\"} 1.0\n"), std::string::npos);
+  EXPECT_NE(text.find("vllm:cache_config_info{engine=\"0\",max_model_len=\"4096\",block_size=\"16\",num_gpu_blocks=\"20480\","
+                      "num_cpu_blocks=\"None\",enable_prefix_caching=\"True\"} 1.0\n"),
+            std::string::npos);
 }
 
 }  // namespace

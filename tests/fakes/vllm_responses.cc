@@ -10,7 +10,8 @@ namespace {
 
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
-void write_usage(JsonWriter& w, const Generation& g) {
+void write_usage(JsonWriter& w, const Call& c) {
+  const Generation& g = c.gen;
   int completion = static_cast<int>(g.tokens.size());
   w.Key("usage");
   w.StartObject();
@@ -21,7 +22,15 @@ void write_usage(JsonWriter& w, const Generation& g) {
   w.Key("completion_tokens");
   w.Int(completion);
   w.Key("prompt_tokens_details");
-  w.Null();
+  if (c.prompt_tokens_details) {
+    // vLLM counts both local and external (connector) hits as cached.
+    w.StartObject();
+    w.Key("cached_tokens");
+    w.Int(c.gpu_hit_tokens + c.cpu_hit_tokens);
+    w.EndObject();
+  } else {
+    w.Null();
+  }
   w.EndObject();
 }
 
@@ -106,7 +115,7 @@ std::string full_response(const Call& c) {
   w.Null();
   w.EndObject();
   w.EndArray();
-  write_usage(w, c.gen);
+  write_usage(w, c);
   write_rank_and_end(w, c);
   return sb.GetString();
 }
@@ -135,7 +144,7 @@ std::string sse_chunk(const Call& c, const char* role, const std::string* conten
     w.EndObject();
   }
   w.EndArray();
-  if (usage_only) write_usage(w, c.gen);
+  if (usage_only) write_usage(w, c);
   write_rank_and_end(w, c);
   return "data: " + std::string(sb.GetString()) + "\n\n";
 }

@@ -20,6 +20,14 @@ struct Call {
   std::int64_t created = 0;  // Unix seconds
   Generation gen;
   double t0 = 0;  // now_s() when it arrived
+  // The prompt's place in the rank's KV cache (vllm_kv_cache.h): tokens found
+  // on the GPU, loaded from the CPU tier, and the id that releases them.
+  int gpu_hit_tokens = 0;
+  int cpu_hit_tokens = 0;
+  std::uint64_t kv_id = 0;
+  // --enable-prompt-tokens-details: usage.prompt_tokens_details is
+  // {"cached_tokens": hits} instead of null.
+  bool prompt_tokens_details = false;
 };
 
 // The non-streamed answer: a chat.completion or text_completion with usage.

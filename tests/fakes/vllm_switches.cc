@@ -65,6 +65,16 @@ int crash_rank_switch(const std::vector<int>& local_ranks, int dp_size) {
   return crash_rank;
 }
 
+// A count such as a number of blocks or bytes, from 1 to `max`; nullopt
+// when unset.
+std::optional<long long> env_count(const char* name, long long max, const char* expected) {
+  auto v = env(name);
+  if (!v) return std::nullopt;
+  auto n = parse_int(*v, 1, max);
+  if (!n) env_error(name, *v, expected);
+  return n;
+}
+
 bool env_flag(const char* name) {
   auto v = env(name);
   if (!v || v->empty()) return false;
@@ -103,6 +113,9 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
   sw.prefill_s_per_1k = env_ms("FAKE_VLLM_PREFILL_MS_PER_1K");
   if (auto s = env_seconds("FAKE_VLLM_STOP_DELAY_S")) sw.stop_delay_s = *s;
   if (auto s = env_seconds("FAKE_VLLM_JOIN_TIMEOUT_S")) sw.join_timeout_s = *s;
+  if (env("FAKE_VLLM_KV_LOAD_MS_PER_1K")) sw.kv_load_s_per_1k = env_ms("FAKE_VLLM_KV_LOAD_MS_PER_1K");
+  sw.num_gpu_blocks = env_count("FAKE_VLLM_NUM_GPU_BLOCKS", 1LL << 32, "a number of KV blocks from 1 to 2^32");
+  sw.mooncake_bytes = env_count("FAKE_VLLM_MOONCAKE_BYTES", 1LL << 50, "a number of bytes from 1 to 2^50");
   return sw;
 }
 

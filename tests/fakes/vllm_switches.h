@@ -30,6 +30,9 @@ struct Switches {
   double prefill_s_per_1k = 0;     // not a fault: per 1000 prompt tokens
   double stop_delay_s = 0;         // not a fault: added to every shutdown
   double join_timeout_s = 60;      // not a fault: how long a headless node tries to reach its head
+  std::optional<double> kv_load_s_per_1k;        // not a fault: per 1000 tokens loaded from the CPU KV tier
+  std::optional<long long> num_gpu_blocks;       // not a fault: KV blocks per rank (vllm_kv_config.h)
+  std::optional<long long> mooncake_bytes;       // not a fault: a Mooncake store's bytes per rank
 };
 
 // Reads the environment for a process with this argv (matched against

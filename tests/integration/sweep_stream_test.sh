@@ -33,8 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 export FAKE_VLLM_RECORD_DIR=$tmp
-cfg=$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300.yaml
-key=dsv41flash-fp4-b300-vllm-agentic-dspark
+cfg=$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300-1k1k.yaml
+key=dsv41flash-fp4-b300-vllm
 sock=$tmp/agent.sock node=$tmp/node db=$tmp/ix.db
 
 # The node agent, with the fake NVML when there is one (gpu_metrics.csv rows).

@@ -13,8 +13,8 @@ tmp=$(mktemp -d /tmp/ix-sweep-test.XXXXXX); trap 'rm -rf "$tmp"' EXIT
 export FAKE_VLLM_RECORD_DIR=$tmp
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-cfg=$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300.yaml
-key=dsv41flash-fp4-b300-vllm-agentic-dspark
+cfg=$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300-1k1k.yaml
+key=dsv41flash-fp4-b300-vllm
 sweep() { "$IXSUBMIT" sweep "$1" --config-files "$cfg" --config-keys "$key" --db "$tmp/ix.db" --throttle 2 --no-container "${@:2}"; }
 # Nothing pending or running is left (jobs still COMPLETING get 5 s to finish).
 queue_empty() {
