@@ -61,14 +61,14 @@ rm -rf "$out/sweep" "$out/ix.db"*
 # the sweep's numbers have the shape of a serving run (throughput up and
 # interactivity down with concurrency).
 PATH=$repo/build/tests/fakes/bin:$PATH FAKE_VLLM_RECORD_DIR=$out/sweep-records \
-  FAKE_VLLM_TOKEN_DELAY_MS=${FAKE_VLLM_TOKEN_DELAY_MS:-0.3} \
-  FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS=${FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS:-0.1} \
+  FAKE_VLLM_TOKEN_DELAY_MS=${FAKE_VLLM_TOKEN_DELAY_MS:-0.1} \
+  FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS=${FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS:-0.02} \
   FAKE_VLLM_PREFILL_MS_PER_1K=${FAKE_VLLM_PREFILL_MS_PER_1K:-20} \
   build/submitter/ixsubmit sweep full-sweep-fail-fast \
   --config-files recipes/examples/dsv41flash-b300-1k1k.yaml recipes/examples/dsv41flash-b300.yaml \
   --config-keys dsv41flash-fp4-b300-vllm dsv41flash-fp4-b300-vllm-agentic-dspark \
   --sweep-dir "$out/sweep" --db "$out/ix.db" --no-container --agent-socket "$agent_dir/agent.sock" \
-  --node-results "$out/node-results" --duration "${IX_AGENTIC_DURATION:-20}" \
+  --node-results "$out/node-results" --duration "${IX_AGENTIC_DURATION:-20}" --no-evals \
   --bench-serving-dir "$repo/tests/fakes/inferencex-workspace"
 build/submitter/ixsubmit status --db "$out/ix.db" "$(build/submitter/ixsubmit status --db "$out/ix.db" | awk 'NR==2 {print $1}')" |
   tee "$out/sweep-status.txt"
@@ -84,14 +84,18 @@ build/submitter/ixsubmit plan --recipe "$RECIPE" --arm dep4 --conc 64 --json >"$
 cat <<MSG
 
 Results in $out:
-  report.html      the sweep's report: throughput/GPU vs interactivity per arm, TTFT, energy per token,
-                   DEP session spread, every entry with its logs (open it in a browser)
-  agg.json         the entries' InferenceX agg results in one list (collect_results.py's format);
-                   results.csv the same, one row per entry
+  report.html      the sweep's report: per config key throughput/GPU vs interactivity per arm, TTFT,
+                   energy per token, DEP session spread (fixed-seq-len); TTFT by turn, prefix-cache hit
+                   rates, KV usage over time, sessions and hit rate per DP rank (agentic); every entry
+                   with its logs (open it in a browser)
+  agg.json         the entries' results in one list as InferenceX's collect_results.py gathers them
+                   (fixed-seq-len agg results and agentic aggregates); results.csv one row per entry
   sweep/           the sweep: sweep.json (entries), *.sbatch, logs/ (%x_%A_%a.out), results/N/ (per entry:
-                   RESULT_FILENAME.json from the client, agg_RESULT_FILENAME.json as InferenceX's
-                   process_result.py makes it, benchmark.env, server.log, gpu_metrics.csv, status.json,
-                   delivered by the node agent to the sweep's collector); sweep-status.txt is its table,
+                   benchmark.env, server.log, gpu_metrics.csv, status.json; fixed-seq-len: the client's
+                   RESULT_FILENAME.json and agg_RESULT_FILENAME.json as process_result.py makes it;
+                   agentic: aiperf_artifacts/, benchmark_command.txt and RESULT_FILENAME.json as
+                   process_agentic_result.py and power_adapter.py make it; delivered by the node agent
+                   to the sweep's collector); sweep-status.txt is its table,
                    ix.db its SQLite state (and events: build/submitter/ixsubmit events --db $out/ix.db)
   node-results/    where each entry's step wrote on the node (the sweep never reads it)
   agent/           the node agent: agent.log, its spool; /metrics on the port agent.log names

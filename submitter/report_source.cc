@@ -113,8 +113,8 @@ ReportData MakeReportData(const SweepResults& s, const std::string& report_dir, 
       r.gpus = static_cast<int64_t>(Num(entry, "tp").value_or(0) * Num(entry, "pp").value_or(1) *
                                     Num(entry, "pcp-size").value_or(1));
       if (entry.HasMember("scenario-type") && entry["scenario-type"].IsString() &&
-          std::string(entry["scenario-type"].GetString()) == kAgenticCoding) {
-        r.scenario = kAgenticCoding;
+          std::string(entry["scenario-type"].GetString()) == kScenarioAgentic) {
+        r.scenario = kScenarioAgentic;
       }
     }
     // An agentic entry has no agg_*.json: its numbers are InferenceX's

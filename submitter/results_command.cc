@@ -1,5 +1,7 @@
 #include "submitter/results_command.h"
 
+#include <rapidjson/pointer.h>
+
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -14,9 +16,10 @@ namespace {
 constexpr char kUsage[] =
     "Usage: ixsubmit results [SWEEP_ID] [--db PATH] [--format inferencex|json|csv] [-o FILE]\n"
     "A sweep's results (the newest sweep without SWEEP_ID), to FILE or standard output:\n"
-    "  inferencex  the agg results in one JSON list, as InferenceX's collect_results.py gathers them (default)\n"
-    "  json        every entry: state, Slurm task, failure, result directory and agg result\n"
-    "  csv         one row per entry with throughput, interactivity, TTFT and energy\n";
+    "  inferencex  the results in one JSON list, as InferenceX's collect_results.py gathers them: fixed-seq-len\n"
+    "              entries' agg results and agentic entries' aggregates (default)\n"
+    "  json        every entry: scenario, state, Slurm task, failure, result directory and result\n"
+    "  csv         one row per entry with throughput, interactivity, TTFT, prefix-cache hit rates and energy\n";
 
 struct Options {
   std::optional<std::string> db, id, out;
@@ -67,6 +70,7 @@ std::string JsonView(const SweepResults& s) {
     o.AddMember("entry", r.index, a);
     o.AddMember("config_key", str(r.config_key), a);
     o.AddMember("bucket", str(r.bucket), a);
+    o.AddMember("scenario", str(e.agentic ? "agentic-coding" : "fixed-seq-len"), a);
     o.AddMember("arm", str(r.arm), a);
     o.AddMember("conc", r.conc, a);
     o.AddMember("state", str(StateName(r.state)), a);
@@ -89,21 +93,46 @@ std::string CsvCell(const std::string& v) {
   return out + "\"";
 }
 
+// A CSV column: where a fixed-seq-len agg result and an agentic aggregate
+// keep the same measure (JSON pointers; "" when that kind has none: the
+// agentic aggregate stops at p95, the fixed-seq-len one has no cache).
+struct CsvMetric {
+  const char* column;
+  const char* fixed;
+  const char* agentic;
+};
+constexpr CsvMetric kCsvMetrics[] = {
+    {"tput_per_gpu", "/tput_per_gpu", "/request_metrics/throughput/per_gpu/total_tput_tps"},
+    {"output_tput_per_gpu", "/output_tput_per_gpu", "/request_metrics/throughput/per_gpu/output_tput_tps"},
+    {"median_intvty", "/median_intvty", "/request_metrics/latency/intvty/p50"},
+    {"mean_ttft", "/mean_ttft", "/request_metrics/latency/ttft/mean"},
+    {"p99_ttft", "/p99_ttft", ""},
+    {"median_tpot", "/median_tpot", "/request_metrics/latency/tpot/p50"},
+    {"median_e2el", "/median_e2el", "/request_metrics/latency/e2el/p50"},
+    {"gpu_cache_hit_rate", "", "/server_metrics/cache/gpu_cache_hit_rate"},
+    {"cpu_cache_hit_rate", "", "/server_metrics/cache/cpu_cache_hit_rate"},
+    {"power_valid", "/power_valid", "/power_valid"},
+    {"joules_per_output_token", "/joules_per_output_token", "/joules_per_output_token"},
+    {"avg_power_w", "/avg_power_w", "/avg_power_w"},
+};
+
+std::string CsvNumber(const rapidjson::Value* v) {
+  if (!v || !v->IsNumber()) return "";
+  return v->IsInt64() ? std::to_string(v->GetInt64()) : PyFloatRepr(v->GetDouble());
+}
+
 std::string CsvView(const SweepResults& s) {
-  const char* metrics[] = {"tput_per_gpu", "output_tput_per_gpu", "median_intvty", "mean_ttft", "p99_ttft",
-                           "median_tpot", "median_e2el", "power_valid", "joules_per_output_token", "avg_power_w"};
-  std::string out = "entry,config_key,bucket,arm,conc,state,slurm_task";
-  for (const char* m : metrics) out += std::string(",") + m;
+  std::string out = "entry,config_key,bucket,scenario,arm,conc,state,slurm_task";
+  for (const CsvMetric& m : kCsvMetrics) out += std::string(",") + m.column;
   out += ",failure_reason\n";
   for (const EntryResults& e : s.entries) {
     const EntryRecord& r = e.record;
-    out += std::to_string(r.index) + "," + CsvCell(r.config_key) + "," + CsvCell(r.bucket) + "," + CsvCell(r.arm) +
-           "," + std::to_string(r.conc) + "," + StateName(r.state) + "," + CsvCell(r.slurm_task_id);
-    for (const char* m : metrics) {
-      out += ",";
-      if (e.agg && e.agg->HasMember(m) && (*e.agg)[m].IsNumber()) {
-        out += (*e.agg)[m].IsInt64() ? std::to_string((*e.agg)[m].GetInt64()) : PyFloatRepr((*e.agg)[m].GetDouble());
-      }
+    out += std::to_string(r.index) + "," + CsvCell(r.config_key) + "," + CsvCell(r.bucket) + "," +
+           (e.agentic ? "agentic-coding" : "fixed-seq-len") + "," + CsvCell(r.arm) + "," + std::to_string(r.conc) +
+           "," + StateName(r.state) + "," + CsvCell(r.slurm_task_id);
+    for (const CsvMetric& m : kCsvMetrics) {
+      const char* path = e.agentic ? m.agentic : m.fixed;
+      out += "," + (e.agg && *path ? CsvNumber(rapidjson::Pointer(path).Get(*e.agg)) : std::string());
     }
     out += "," + CsvCell(r.failure_reason) + "\n";
   }

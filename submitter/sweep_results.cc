@@ -7,6 +7,7 @@
 
 #include "core/base/file_text.h"
 #include "core/process/spawn.h"
+#include "submitter/report/agentic_read.h"
 #include "submitter/sweep/sweep_db.h"
 #include "submitter/sweep/sweep_container.h"
 #include "submitter/sweep_command.h"
@@ -31,16 +32,31 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+bool ReadResultFile(EntryResults& r, const std::string& name) {
+  int err = 0;
+  const std::string text = ReadFileText(r.result_dir + "/" + name, &err);
+  auto doc = std::make_shared<rapidjson::Document>();
+  if (err || doc->Parse<rapidjson::kParseFullPrecisionFlag>(text.c_str()).HasParseError() || !doc->IsObject()) {
+    return false;
+  }
+  r.agg_path = r.result_dir + "/" + name;
+  r.agg = std::move(doc);
+  return true;
+}
+
+// InferenceX's result of the entry: an agentic entry's RESULT_FILENAME.json
+// (its workflow uploads that file as the result, and runs no
+// process_result.py), a fixed-seq-len entry's agg_*.json (RESULT_FILENAME.json
+// is then the client's own output, not a result).
 void ReadAgg(EntryResults& r) {
-  for (const std::string& n : r.files) {
-    if (n.rfind("agg_", 0) != 0 || !EndsWith(n, ".json")) continue;
-    int err = 0;
-    const std::string text = ReadFileText(r.result_dir + "/" + n, &err);
-    auto doc = std::make_shared<rapidjson::Document>();
-    if (err || doc->Parse<rapidjson::kParseFullPrecisionFlag>(text.c_str()).HasParseError() || !doc->IsObject()) continue;
-    r.agg_path = r.result_dir + "/" + n;
-    r.agg = std::move(doc);
+  int err = 0;
+  r.agentic = EnvFileValue(ReadFileText(r.result_dir + "/benchmark.env", &err), "SCENARIO_TYPE") == "agentic-coding";
+  if (r.agentic) {
+    if (const std::string name = AgenticAggregateName(r.result_dir); !name.empty()) ReadResultFile(r, name);
     return;
+  }
+  for (const std::string& n : r.files) {
+    if (n.rfind("agg_", 0) == 0 && EndsWith(n, ".json") && ReadResultFile(r, n)) return;
   }
 }
 

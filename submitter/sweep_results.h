@@ -1,7 +1,8 @@
 // SweepResults: one sweep's entries as stored (the sweep database) with
-// what each left in its result directory: the agg result InferenceX's
-// pipeline reads (agg_*.json) and the files worth linking. Read by
-// `ixsubmit results` and `ixsubmit report`.
+// what each left in its result directory: the result InferenceX's
+// pipeline reads (a fixed-seq-len entry's agg_*.json; an agentic-coding
+// entry's RESULT_FILENAME.json, the agentic aggregate itself) and the files
+// worth linking. Read by `ixsubmit results` and `ixsubmit report`.
 //
 // Invariants: entries in sweep order; `agg` is an object when set; paths
 // are absolute or as the database holds them.
@@ -23,7 +24,8 @@ namespace ix {
 struct EntryResults {
   EntryRecord record;
   std::string result_dir;
-  std::string agg_path;              // "" when the entry has no agg_*.json
+  std::string agg_path;              // "" when the entry has no result (agg_*.json, or the agentic aggregate)
+  bool agentic = false;              // benchmark.env's SCENARIO_TYPE is agentic-coding
   std::shared_ptr<rapidjson::Document> agg;  // null when none (or unreadable)
   std::vector<std::string> files;    // what is in result_dir, sorted (names only)
   std::string batch_log;             // the task's sbatch log (logs/NAME_A_a.out); "" when not found

@@ -279,7 +279,7 @@ std::string EnvFileValue(std::string_view text, std::string_view name) {
 bool ReadAgenticAggregate(std::string_view text, ReportEntry& e) {
   rapidjson::Document d;
   if (d.Parse<kParseFlags>(text.data(), text.size()).HasParseError() || !d.IsObject()) return false;
-  e.scenario = kAgenticCoding;
+  e.scenario = kScenarioAgentic;
   Headline(d, e);
   AgenticFields(d, e.agentic);
   DpRanks(d, e.agentic);
@@ -334,7 +334,7 @@ std::string AgenticAggregateName(const std::string& result_dir) {
 void ReadAgenticEntry(const std::string& result_dir, ReportEntry& e) {
   if (result_dir.empty()) return;  // never started: nothing to read (and no "/benchmark.env")
   const std::string env = ReadBounded(result_dir + "/benchmark.env", 1 << 20);
-  if (EnvFileValue(env, "SCENARIO_TYPE") == kAgenticCoding) e.scenario = kAgenticCoding;
+  if (EnvFileValue(env, "SCENARIO_TYPE") == kScenarioAgentic) e.scenario = kScenarioAgentic;
   if (!IsAgentic(e)) return;
   const std::string name = PlainName(EnvFileValue(env, "RESULT_FILENAME"));
   if (name.empty() || !ReadAgenticAggregate(ReadBounded(result_dir + "/" + name + ".json", kMaxAggregateBytes), e)) {

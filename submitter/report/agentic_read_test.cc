@@ -272,7 +272,7 @@ TEST_F(AgenticEntryDir, LeavesFixedSeqLenAndUnsafeNamesAlone) {
   EXPECT_FALSE(unsafe.has_result);
   EXPECT_EQ(AgenticAggregateName(dir.path()), "");
   ReportEntry never_started;
-  never_started.scenario = kAgenticCoding;
+  never_started.scenario = kScenarioAgentic;
   ReadAgenticEntry("", never_started);
   EXPECT_FALSE(never_started.has_result);
 }

@@ -7,7 +7,7 @@
 // Invariants: entries are in sweep order (index 0..N-1); a metric is set
 // only when the entry has a result (has_result); joules_per_output_token
 // only when power_valid; log hrefs are relative to the report's own folder;
-// `agentic` is empty unless scenario is kAgenticCoding.
+// `agentic` is empty unless scenario is kScenarioAgentic.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +19,8 @@
 
 namespace ix {
 
-inline constexpr const char* kFixedSeqLen = "fixed-seq-len";
-inline constexpr const char* kAgenticCoding = "agentic-coding";
+inline constexpr const char* kScenarioFixedSeqLen = "fixed-seq-len";
+inline constexpr const char* kScenarioAgentic = "agentic-coding";
 
 // TTFT of one turn position over an agentic entry's successful profiling
 // requests (AIPerf's profile_export.jsonl). Invariant: requests > 0.
@@ -71,7 +71,7 @@ struct ReportEntry {
   int64_t index = 0;
   std::string config_key;  // the InferenceX config key ("dsv41flash-fp4-b300-vllm-...")
   std::string bucket;      // "1k1k", "canary", ...
-  std::string scenario = kFixedSeqLen;  // kFixedSeqLen or kAgenticCoding (the matrix entry's scenario-type)
+  std::string scenario = kScenarioFixedSeqLen;  // kScenarioFixedSeqLen or kScenarioAgentic (the matrix entry's scenario-type)
   std::string arm;         // "tp4", "tep4", "dep4", ...
   int64_t conc = 0;
   int64_t gpus = 0;
@@ -99,7 +99,7 @@ struct ReportEntry {
   AgenticResult agentic;  // agentic-coding entries only
 };
 
-inline bool IsAgentic(const ReportEntry& e) { return e.scenario == kAgenticCoding; }
+inline bool IsAgentic(const ReportEntry& e) { return e.scenario == kScenarioAgentic; }
 
 // The whole report: the sweep and its entries (invariants above).
 struct ReportData {

@@ -41,7 +41,7 @@ ReportEntry AgenticSucceeded(const std::string& arm, int64_t conc, int dp_ranks,
   const double speed = arm == "tp4" ? 1.0 : offload == "none" ? 0.9 : 1.05;
   ReportEntry e = Succeeded(kAgenticKey, arm, conc, 4, speed);
   e.bucket = "agentic";
-  e.scenario = kAgenticCoding;
+  e.scenario = kScenarioAgentic;
   e.p99_ttft_s = std::nan("");
   AgenticResult& a = e.agentic;
   a.kv_offloading = offload;
@@ -120,7 +120,7 @@ ReportData SampleReport() {
   for (const int64_t conc : {8, 32, 64}) v.push_back(AgenticSucceeded("dep4", conc, 4, "none"));
   v.push_back(AgenticSucceeded("dep4", 64, 4, "cpu"));
   ReportEntry agentic_failed = Unfinished(kAgenticKey, "tp4", 64, 4, "failed");
-  agentic_failed.scenario = kAgenticCoding;
+  agentic_failed.scenario = kScenarioAgentic;
   agentic_failed.failure_reason = "aiperf request error rate exceeded the benchmark limit";
   v.push_back(agentic_failed);
 
