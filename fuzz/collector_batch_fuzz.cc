@@ -67,12 +67,19 @@ bool SafeComponent(const std::string& s) {
          s.find('\0') == std::string::npos;
 }
 
+// NAME or DIR/NAME, each part a safe component.
+bool SafeResultPath(const std::string& s) {
+  const size_t slash = s.find('/');
+  if (slash == std::string::npos) return SafeComponent(s);
+  return SafeComponent(s.substr(0, slash)) && SafeComponent(s.substr(slash + 1));
+}
+
 void CheckResultTarget(std::string_view rest) {
   ix::Result<ix::ResultTarget> t = ix::ParseResultTarget(rest);
   if (!t) return;
   const ix::ResultTarget& r = t.value();
   ixfuzz::Check(SafeComponent(r.sweep) && ix::IsValidSweepId(r.sweep), "an unsafe sweep in a result path");
-  ixfuzz::Check(SafeComponent(r.name) && ix::IsValidResultName(r.name), "an unsafe name in a result path");
+  ixfuzz::Check(SafeResultPath(r.name) && ix::IsValidResultName(r.name), "an unsafe name in a result path");
   ixfuzz::Check(r.entry >= 0, "a negative entry in a result path");
   ix::Result<ix::ResultTarget> back = ix::ParseResultTarget(r.sweep + "/" + std::to_string(r.entry) + "/" + r.name);
   ixfuzz::Check(back.ok() && back.value().sweep == r.sweep && back.value().entry == r.entry &&

@@ -215,9 +215,24 @@ std::string KindName(JsonKind kind, std::string_view text) {
 }  // namespace
 
 bool IsValidSweepId(std::string_view s) { return IsNameOf(s, kMaxSweepIdBytes); }
-bool IsValidResultName(std::string_view s) { return IsNameOf(s, kMaxResultNameBytes); }
+bool IsValidResultName(std::string_view s) {
+  const size_t slash = s.find('/');
+  if (slash == std::string_view::npos) return IsNameOf(s, kMaxResultNameBytes);
+  return s.size() <= kMaxResultNameBytes && IsNameOf(s.substr(0, slash), kMaxResultNameBytes) &&
+         IsNameOf(s.substr(slash + 1), kMaxResultNameBytes);
+}
 Status CheckSweepId(std::string_view s) { return CheckName(s, kMaxSweepIdBytes); }
-Status CheckResultName(std::string_view s) { return CheckName(s, kMaxResultNameBytes); }
+Status CheckResultName(std::string_view s) {
+  if (IsValidResultName(s)) return Ok{};
+  // The rule of a part, said for the first part that breaks it (or the
+  // whole name when no part does: it is too long).
+  const size_t slash = s.find('/');
+  Status part = CheckName(slash == std::string_view::npos ? s : s.substr(0, slash), kMaxResultNameBytes);
+  if (part && slash != std::string_view::npos) part = CheckName(s.substr(slash + 1), kMaxResultNameBytes);
+  const std::string rule = part ? CheckName("", kMaxResultNameBytes).error().message : part.error().message;
+  return Error{"must be NAME or DIR/NAME of at most " + std::to_string(kMaxResultNameBytes) + " bytes, each part " +
+               rule.substr(std::string("must be ").size())};
+}
 
 bool EventChecker::Scalar(JsonKind kind, std::string_view text) {
   if (depth_ == 0) return Fail("", done_ ? "must be one JSON object" : "must be a JSON object");

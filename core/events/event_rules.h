@@ -61,9 +61,11 @@ class EventWriter : public rapidjson::Writer<rapidjson::StringBuffer> {
 };
 
 // --- the names ---
-// A sweep id is [A-Za-z0-9._-]{1,64} and a result file's name
-// [A-Za-z0-9._-]{1,255}, neither "." nor ".." (so no '/', NUL or "..": safe
-// as a path component and in a URL). "..." is a name.
+// A sweep id is [A-Za-z0-9._-]{1,64}, neither "." nor ".." (so no '/',
+// NUL or "..": safe as a path component and in a URL). "..." is a name. A
+// result file's name is NAME or DIR/NAME, each part such a name (one
+// directory level: AIPerf's aiperf_artifacts/ of an agentic entry), 255
+// bytes in all.
 bool IsValidSweepId(std::string_view s);
 bool IsValidResultName(std::string_view s);
 // The same checks with what is allowed as the error ("must be 1 to 64

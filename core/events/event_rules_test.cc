@@ -290,8 +290,15 @@ TEST(Names, SweepIdAndResultNameAlphabet) {
   EXPECT_TRUE(IsValidResultName(std::string(255, 'r')));
   EXPECT_FALSE(CheckResultName(std::string(256, 'r')));
   EXPECT_FALSE(IsValidResultName(std::string(256, 'r')));
+  EXPECT_TRUE(CheckResultName("aiperf_artifacts/profile_export.jsonl")) << "one directory level";
+  EXPECT_FALSE(IsValidSweepId("a/b"));
+  for (const char* bad : {"a/b/c", "a/", "/a", "a//b", "../x", "a/..", "./a"}) {
+    EXPECT_FALSE(IsValidResultName(bad)) << bad;
+    EXPECT_FALSE(CheckResultName(bad)) << bad;
+  }
+  EXPECT_FALSE(IsValidResultName(std::string(200, 'd') + "/" + std::string(55, 'n'))) << "256 bytes in all";
   for (std::string_view bad : {std::string_view(""), std::string_view("."), std::string_view(".."),
-                               std::string_view("a/b"), std::string_view("../x"), std::string_view("a\0b", 3),
+                               std::string_view("../x"), std::string_view("a\0b", 3),
                                std::string_view("a b"), std::string_view("a\\b"), std::string_view("é")}) {
     EXPECT_FALSE(CheckResultName(bad)) << bad;
     EXPECT_FALSE(CheckSweepId(bad)) << bad;
@@ -299,7 +306,8 @@ TEST(Names, SweepIdAndResultNameAlphabet) {
     EXPECT_FALSE(IsValidSweepId(bad)) << bad;
   }
   EXPECT_EQ(CheckResultName("%2e%2e").error().message,
-            "must be 1 to 255 characters from A-Z a-z 0-9 . _ -, not \".\" or \"..\" (percent-encoding is not decoded)");
+            "must be NAME or DIR/NAME of at most 255 bytes, each part 1 to 255 characters from A-Z a-z 0-9 . _ -, "
+            "not \".\" or \"..\" (percent-encoding is not decoded)");
   EXPECT_EQ(CheckSweepId("a b%").error().message,
             "must be 1 to 64 characters from A-Z a-z 0-9 . _ -, not \".\" or \"..\"");
 }

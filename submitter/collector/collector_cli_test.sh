@@ -99,7 +99,7 @@ put() {  # put PATH SHA -> the status code
 [[ $(put /v1/results/sw-cli/3/other.json "$(printf x | sha256sum | cut -d' ' -f1)") == 400 ]] \
   || fail "wrong sha256: $(cat "$dir/answer")"
 for path in /v1/results/sw-cli/3/../../events /v1/results/sw-cli/3/.. /v1/results/../3/x \
-            /v1/results/sw-cli/3/%2e%2e /v1/results/sw-cli/3/..%2Fx /v1/results/sw-cli/3/a/b; do
+            /v1/results/sw-cli/3/%2e%2e /v1/results/sw-cli/3/..%2Fx /v1/results/sw-cli/3/a/b/c; do
   code=$(put "$path" "$sha")
   [[ $code == 400 || $code == 404 ]] || fail "$path: $code $(cat "$dir/answer")"
 done

@@ -189,17 +189,23 @@ TEST_F(CollectorTest, ResultFilesAreCheckedAndStored) {
   EXPECT_EQ(r->status, 400);
   EXPECT_NE(r->body.find("X-Content-SHA256: does not match the body"), std::string::npos);
   for (const char* path : {"/v1/results/sw-1/2/..", "/v1/results/sw-1/2/%2e%2e", "/v1/results/sw-1/2/a%2Fb",
-                           "/v1/results/../2/x", "/v1/results/sw-1/2/../../events"}) {
+                           "/v1/results/../2/x", "/v1/results/sw-1/2/../../events", "/v1/results/sw-1/2/a/b/c",
+                           "/v1/results/sw-1/2/a/.."}) {
     r = Put(path, content, Sha256Hex(content));
     ASSERT_TRUE(r) << path;
     EXPECT_EQ(r->status, 400) << path << " " << r->body;
   }
+  // One directory level (an agentic entry's aiperf_artifacts/).
+  r = Put("/v1/results/sw-1/2/aiperf_artifacts/profile_export.jsonl", content, Sha256Hex(content));
+  EXPECT_EQ(r->status, 201) << r->body;
   Result<CollectorStore> s = CollectorStore::Open(dir_.path() + "/ix.db");
   ASSERT_TRUE(s);
-  ASSERT_EQ(s.value().ListResults(std::nullopt).value().size(), 1u);
+  ASSERT_EQ(s.value().ListResults(std::nullopt).value().size(), 2u);
   EXPECT_EQ(*s.value().ReadResult(ResultTarget{"sw-1", 2, "result.json"}).value(), content);
   std::lock_guard<std::mutex> lock(mu_);
-  EXPECT_EQ(results_, (std::vector<std::string>{"sw-1/2/result.json=" + content})) << "once: the repeat is unchanged";
+  EXPECT_EQ(results_, (std::vector<std::string>{"sw-1/2/result.json=" + content,
+                                                "sw-1/2/aiperf_artifacts/profile_export.jsonl=" + content}))
+      << "once: the repeat is unchanged";
 }
 
 TEST_F(CollectorTest, RoutesAndMethods) {

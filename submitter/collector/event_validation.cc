@@ -161,14 +161,16 @@ Result<int64_t> ParseEntryIndex(std::string_view s) {
 
 Result<ResultTarget> ParseResultTarget(std::string_view rest) {
   const std::vector<std::string_view> parts = Split(rest, '/');
-  if (parts.size() != 3) {
-    return Error{"path: must be /v1/results/SWEEP/ENTRY/NAME (three parts; NAME may not contain '/')"};
+  if (parts.size() != 3 && parts.size() != 4) {
+    return Error{"path: must be /v1/results/SWEEP/ENTRY/NAME or /v1/results/SWEEP/ENTRY/DIR/NAME"};
   }
   if (Status ok = CheckSweepId(parts[0]); !ok) return Error{"SWEEP in the path: " + ok.error().message};
   Result<int64_t> entry = ParseEntryIndex(parts[1]);
   if (!entry) return Error{"ENTRY in the path: " + entry.error().message};
-  if (Status ok = CheckResultName(parts[2]); !ok) return Error{"NAME in the path: " + ok.error().message};
-  return ResultTarget{std::string(parts[0]), entry.value(), std::string(parts[2])};
+  const size_t name_at = static_cast<size_t>(parts[2].data() - rest.data());
+  const std::string_view name = rest.substr(name_at);
+  if (Status ok = CheckResultName(name); !ok) return Error{"NAME in the path: " + ok.error().message};
+  return ResultTarget{std::string(parts[0]), entry.value(), std::string(name)};
 }
 
 }  // namespace ix

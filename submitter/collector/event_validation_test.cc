@@ -266,12 +266,17 @@ TEST(ResultPath, ThreeCheckedParts) {
   EXPECT_EQ(t.value().sweep, "sw-1");
   EXPECT_EQ(t.value().entry, 12);
   EXPECT_EQ(t.value().name, "result.json");
+  t = ParseResultTarget("sw-1/12/aiperf_artifacts/profile_export.jsonl");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t.value().name, "aiperf_artifacts/profile_export.jsonl") << "one directory level";
 }
 
 TEST(ResultPath, RefusesTraversalAndEncodedTricks) {
   const std::pair<const char*, const char*> cases[] = {
-      {"sw-1/12/../x", "path: must be /v1/results/SWEEP/ENTRY/NAME"},
-      {"sw-1/12/a/b", "path: must be"},
+      {"sw-1/12/../x", "NAME in the path"},
+      {"sw-1/12/a/../x", "path: must be /v1/results/SWEEP/ENTRY/NAME or /v1/results/SWEEP/ENTRY/DIR/NAME"},
+      {"sw-1/12/a/b/c", "path: must be"},
+      {"sw-1/12/a/..", "NAME in the path"},
       {"sw-1/12", "path: must be"},
       {"sw-1/12/", "NAME in the path"},
       {"sw-1/12/..", "NAME in the path"},

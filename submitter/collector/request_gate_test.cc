@@ -118,7 +118,7 @@ TEST(RequestGate, ResultPathsWithTraversalOrEncodingAreRefused) {
   for (const char* target :
        {"/v1/results/sw-1/3/../../events", "/v1/results/sw-1/3/..", "/v1/results/../3/x", "/v1/results/sw-1/3/%2e%2e",
         "/v1/results/sw-1/3/a%2Fb", "/v1/results/%2e%2e/3/x", "/v1/results/sw-1/3/a%00b", "/v1/results/sw-1/x/y",
-        "/v1/results/sw-1/3/", "/v1/results/sw-1/3/a/b", "/v1/results/"}) {
+        "/v1/results/sw-1/3/", "/v1/results/sw-1/3/a/b/c", "/v1/results/"}) {
     const Refusal r = Refused(CheckRequestHead(ResultPut(target), kToken));
     EXPECT_EQ(r.status, 400) << target;
   }

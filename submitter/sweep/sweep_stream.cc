@@ -89,9 +89,20 @@ bool IsNameChar(char c) {
 
 }  // namespace
 
+namespace {
+
+bool IsPartName(const std::string& part) {
+  if (part.empty() || part[0] == '.' || part.find("..") != std::string::npos) return false;
+  return std::all_of(part.begin(), part.end(), IsNameChar);
+}
+
+}  // namespace
+
 bool IsResultFileName(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name[0] == '.' || name.find("..") != std::string::npos) return false;
-  return std::all_of(name.begin(), name.end(), IsNameChar);
+  if (name.empty() || name.size() > 255) return false;
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return IsPartName(name);
+  return IsPartName(name.substr(0, slash)) && IsPartName(name.substr(slash + 1));
 }
 
 Result<bool> WriteResultFile(const std::string& sweep_dir, int64_t entry, const std::string& name,
@@ -99,7 +110,8 @@ Result<bool> WriteResultFile(const std::string& sweep_dir, int64_t entry, const 
   const std::string where = sweep_dir + "/results/" + std::to_string(entry);
   if (!IsResultFileName(name) || entry < 0) {
     return Error{"result file '" + name + "' of entry " + std::to_string(entry) +
-                 ": not a result name (1 to 255 of A-Z a-z 0-9 . _ -, no '..', not starting with '.')"};
+                 ": not a result name (NAME or DIR/NAME, 1 to 255 of A-Z a-z 0-9 . _ - in all, no '..', no part "
+                 "starting with '.')"};
   }
   UniqueFd top(::open(sweep_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!top.valid()) return Failed("open", sweep_dir, errno);
@@ -107,8 +119,16 @@ Result<bool> WriteResultFile(const std::string& sweep_dir, int64_t entry, const 
   if (!results) return results.error();
   Result<UniqueFd> dir = OpenSubdir(results.value().get(), sweep_dir + "/results", std::to_string(entry));
   if (!dir) return dir.error();
-  if (SameContent(dir.value().get(), name, content)) return false;
-  if (Status s = ReplaceAtomically(dir.value().get(), where, name, content); !s) return s.error();
+  // DIR/NAME: DIR made or opened the same way (never through a link).
+  const size_t slash = name.find('/');
+  if (slash != std::string::npos) {
+    dir = OpenSubdir(dir.value().get(), where, name.substr(0, slash));
+    if (!dir) return dir.error();
+  }
+  const std::string file = slash == std::string::npos ? name : name.substr(slash + 1);
+  const std::string file_dir = slash == std::string::npos ? where : where + "/" + name.substr(0, slash);
+  if (SameContent(dir.value().get(), file, content)) return false;
+  if (Status s = ReplaceAtomically(dir.value().get(), file_dir, file, content); !s) return s.error();
   return true;
 }
 

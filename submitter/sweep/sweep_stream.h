@@ -35,9 +35,9 @@ namespace ix {
 inline constexpr double kResultsGraceSeconds = 60;
 inline constexpr const char* kResultsNotDelivered = "results not delivered by the node agent within 60 s";
 
-// Whether `name` may be a result file's name here: the protocol's
-// [A-Za-z0-9._-]{1,255}, no "..", and not starting with '.' (the writer's
-// temporary files do).
+// Whether `name` may be a result file's name here: the protocol's NAME or
+// DIR/NAME ([A-Za-z0-9._-] parts, 255 bytes in all), no "..", and no part
+// starting with '.' (the writer's temporary files do).
 bool IsResultFileName(const std::string& name);
 
 // Writes `content` as SWEEP_DIR/results/INDEX/NAME (making results/INDEX

@@ -41,7 +41,8 @@ TEST(WriteResultFile, WritesIntoResultsIndexAndLeavesTheSameContentAlone) {
 
 TEST(WriteResultFile, RefusesNamesThatCouldLeaveTheDirectory) {
   test::TempDir dir("ix-stream");
-  for (const char* bad : {"", ".", "..", "../x", "a/b", "a..b", ".hidden", "a b", "a\nb"}) {
+  for (const char* bad : {"", ".", "..", "../x", "a/b/c", "a/", "/a", "a/..", ".d/x", "d/.x", "a..b", ".hidden", "a b",
+                          "a\nb"}) {
     Result<bool> w = WriteResultFile(dir.path(), 0, bad, "x");
     ASSERT_FALSE(w) << bad;
     EXPECT_NE(w.error().message.find("not a result name"), std::string::npos) << w.error().message;
@@ -49,6 +50,19 @@ TEST(WriteResultFile, RefusesNamesThatCouldLeaveTheDirectory) {
   EXPECT_FALSE(WriteResultFile(dir.path(), 0, std::string(256, 'a'), "x"));
   EXPECT_TRUE(WriteResultFile(dir.path(), 0, std::string(255, 'a'), "x"));
   EXPECT_FALSE(WriteResultFile(dir.path(), -1, "x", "x"));
+}
+
+TEST(WriteResultFile, ADirectoryLevelIsMadeAndNeverALink) {
+  test::TempDir dir("ix-stream");
+  test::TempDir elsewhere("ix-stream-target");
+  EXPECT_TRUE(WriteResultFile(dir.path(), 2, "aiperf_artifacts/profile_export.jsonl", "{}\n").value());
+  EXPECT_EQ(Read(dir.path() + "/results/2/aiperf_artifacts/profile_export.jsonl"), "{}\n");
+  EXPECT_FALSE(WriteResultFile(dir.path(), 2, "aiperf_artifacts/profile_export.jsonl", "{}\n").value());
+  std::filesystem::create_directory_symlink(elsewhere.path(), dir.path() + "/results/2/linked");
+  Result<bool> w = WriteResultFile(dir.path(), 2, "linked/x.json", "x");
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().message.find("/results/2/linked"), std::string::npos) << w.error().message;
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere.path()));
 }
 
 TEST(WriteResultFile, NeverFollowsALink) {

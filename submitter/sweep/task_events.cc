@@ -67,20 +67,44 @@ void TaskReporter::State(const std::string& state, int exit_code, const std::str
   SendPatiently("entry", fields, raw, -1);
 }
 
-std::vector<std::string> ResultFileNames(int dir_fd) {
-  std::vector<std::string> names;
+namespace {
+
+// The regular files (`files`) and directories (`dirs`) directly in dir_fd.
+void ListDir(int dir_fd, std::vector<std::string>& files, std::vector<std::string>* dirs) {
   const int copy = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
   DIR* d = copy >= 0 ? ::fdopendir(copy) : nullptr;
   if (!d) {
     if (copy >= 0) ::close(copy);
-    return names;
+    return;
   }
   while (const dirent* e = ::readdir(d)) {
     struct stat st{};
     if (e->d_name[0] == '.' || ::fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISREG(st.st_mode)) names.emplace_back(e->d_name);
+    if (S_ISREG(st.st_mode)) files.emplace_back(e->d_name);
+    if (S_ISDIR(st.st_mode) && dirs) dirs->emplace_back(e->d_name);
   }
   ::closedir(d);
+}
+
+bool LeftOutOfUploads(const std::string& name) {
+  return name == "inputs.json" || name == "profile_export_raw.jsonl";
+}
+
+}  // namespace
+
+std::vector<std::string> ResultFileNames(int dir_fd) {
+  std::vector<std::string> names, dirs;
+  ListDir(dir_fd, names, &dirs);
+  for (const std::string& dir : dirs) {
+    const int sub = ::openat(dir_fd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) continue;
+    std::vector<std::string> files;
+    ListDir(sub, files, nullptr);
+    ::close(sub);
+    for (const std::string& f : files) {
+      if (!LeftOutOfUploads(f)) names.push_back(dir + "/" + f);
+    }
+  }
   std::sort(names.begin(), names.end());
   return names;
 }

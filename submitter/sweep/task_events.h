@@ -37,7 +37,7 @@ class TaskReporter {
   bool Route();
   void State(const std::string& state, int exit_code = 0, const std::string& reason = "",
              const std::string& process = "");
-  // Sends every regular file of `dir` (sorted by name); returns how many.
+  // Sends every file ResultFileNames lists in `dir`; returns how many.
   size_t Results(const std::string& dir);
   uint64_t dropped() const { return sink_.dropped(); }
 
@@ -52,7 +52,12 @@ class TaskReporter {
   EventSink sink_;
 };
 
-// The regular files directly in `dir`, sorted (what Results sends).
+// What Results sends of the directory `dir_fd`, sorted: its regular files,
+// and those of its subdirectories one level down as DIR/NAME (AIPerf's
+// aiperf_artifacts/), less what InferenceX leaves out of its uploads
+// (AIPerf's inputs.json and profile_export_raw.jsonl, large and not read
+// by its aggregation). Links are never followed; names starting with '.'
+// are skipped.
 std::vector<std::string> ResultFileNames(int dir_fd);
 
 }  // namespace ix

@@ -66,8 +66,10 @@ TEST(TaskReporter, StatesNameTheEntry) {
   EXPECT_STREQ(d["reason"].GetString(), "engine exited");
 }
 
-// Each regular file goes as a descriptor the agent reads; links and
-// directories are not followed or sent.
+// Each regular file goes as a descriptor the agent reads, those one
+// directory down as DIR/NAME (AIPerf's artifacts, without what InferenceX
+// leaves out of its uploads); links are not followed or sent, nor is a
+// directory two levels down.
 TEST(TaskReporter, ResultsGoAsDescriptors) {
   Fixture f;
   const std::string rdir = f.dir.path() + "/r";
@@ -76,16 +78,22 @@ TEST(TaskReporter, ResultsGoAsDescriptors) {
   ASSERT_TRUE(WriteFileAtomic(rdir + "/a.log", "log\n").ok());
   ASSERT_EQ(::symlink("/etc/passwd", (rdir + "/link").c_str()), 0);
   ASSERT_EQ(::mkdir((rdir + "/sub").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((rdir + "/sub/deeper").c_str(), 0755), 0);
+  ASSERT_TRUE(WriteFileAtomic(rdir + "/sub/deeper/no.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomic(rdir + "/sub/c.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomic(rdir + "/sub/inputs.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomic(rdir + "/sub/profile_export_raw.jsonl", "{}").ok());
+  ASSERT_EQ(::symlink("/etc", (rdir + "/etc").c_str()), 0);
   test::DatagramListener agent(f.m.stream.agent_socket);
   TaskReporter r(f.m, 0, "5.batch");
-  EXPECT_EQ(r.Results(rdir), 2u);
-  for (const char* expected : {"a.log", "b.json"}) {
+  EXPECT_EQ(r.Results(rdir), 3u);
+  for (const char* expected : {"a.log", "b.json", "sub/c.json"}) {
     int fd = -1;
     rapidjson::Document d = Parse(agent.Receive(&fd));
     EXPECT_STREQ(d["event"].GetString(), "result");
     EXPECT_STREQ(d["name"].GetString(), expected);
     ASSERT_GE(fd, 0);
-    EXPECT_EQ(ReadAll(fd), std::string(expected) == "a.log" ? "log\n" : "{}");
+    EXPECT_EQ(ReadAll(fd), std::string(expected) == "a.log" ? "log\n" : "{}") << expected;
     ::close(fd);
   }
 }

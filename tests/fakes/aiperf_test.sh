@@ -9,6 +9,7 @@
 set -euo pipefail
 
 BIN=${1:?usage: aiperf_test.sh BIN_DIR}
+. "$(dirname "${BASH_SOURCE[0]}")/fakes_lib.sh"
 command -v python3 >/dev/null || { echo "aiperf_test.sh: needs python3" >&2; exit 1; }
 TMP=$(mktemp -d /tmp/ix-aiperf-test.XXXXXX)
 VLLM_PID=
@@ -24,31 +25,10 @@ trap cleanup EXIT
 fail() {
   FAILED=1
   echo "FAIL: $*" >&2
-  local f
-  for f in "$TMP"/*.log; do
-    [[ -e $f ]] && { echo "---- $f (last 15 lines)" >&2; tail -n 15 "$f" >&2; }
-  done
+  show_logs 2
   exit 1
 }
 ok() { echo "ok: $*"; }
-
-free_port() {
-  python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randint(24000, 24999)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("no free port")'
-}
 
 # replay_cmd PORT DURATION CONC OUT_DIR: build_replay_cmd's tokens (agentic
 # spec 1.3), in its order, for a short run.

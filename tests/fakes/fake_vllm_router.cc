@@ -35,7 +35,11 @@ using ixfake::now_s;
 using ixfake::strprintf;
 using namespace ixfake::router;
 
-constexpr std::size_t kServerThreads = 128;
+// cpp-httplib holds a thread per open connection (kept alive between
+// requests too): a client at concurrency C holds C of them while streaming,
+// and /health must still find one (the step's probe gives it 250 ms). The
+// pool grows only when a request finds no idle worker.
+constexpr std::size_t kServerThreads = 1024;
 
 // Upstream request state shared between the handler thread (which writes the
 // downstream response) and the thread that reads the worker's response.
