@@ -96,7 +96,9 @@ void AgenticFields(const rapidjson::Value& d, AgenticResult& a) {
   a.kv_offload_backend = StrAt(d, {"kv_offload_backend", "name"});
   a.p50_ttft_s = NumAt(d, {"request_metrics", "latency", "ttft", "p50"}).value_or(kNaN);
   a.gpu_cache_hit_rate = NumAt(d, {"server_metrics", "cache", "gpu_cache_hit_rate"});
-  a.cpu_cache_hit_rate = NumAt(d, {"server_metrics", "cache", "cpu_cache_hit_rate"});
+  // The offload tier's rate only for an entry that has one: vLLM counts
+  // external_kv_transfer tokens (0) without one too.
+  if (a.kv_offloading != "none") a.cpu_cache_hit_rate = NumAt(d, {"server_metrics", "cache", "cpu_cache_hit_rate"});
   a.overall_cache_hit_rate = NumAt(d, {"server_metrics", "cache", "overall_cache_hit_rate"});
   a.gpu_kv_usage_peak = NumAt(d, {"server_metrics", "kv_cache", "gpu_usage_pct"});
   a.requests_successful = IntOf(At(d, {"num_requests_successful"})).value_or(0);
