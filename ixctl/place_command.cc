@@ -33,7 +33,8 @@ const char kPlaceUsage[] =
 // The command line of `ixctl place`. Invariant, once parsed: recipe, arm
 // and conc were given.
 struct PlaceArgs {
-  std::string recipe_name, arm, recipe_dir, file;
+  std::string recipe_name, arm, recipe_dir, file, kv_offload;
+  int64_t total_cpu_dram_gb = 0;
   std::optional<std::string> gpus;  // --gpus; unset: the step's from the environment
   int64_t conc = 0, node = 0;
   double safety = 1.0;
@@ -59,6 +60,8 @@ std::optional<int> ParsePlaceArgs(const std::vector<std::string>& args, PlaceArg
       ("conc", po::value(&a.conc)->value_name("N"), "client concurrency")
       ("node", po::value(&a.node)->value_name("K"), "arms across nodes: place node K's ranks, 0 (the head) to nodes - 1; default 0")
       ("eval-only", po::bool_switch(&a.eval_only), "the eval-only variant")
+      ("kv-offload", po::value(&a.kv_offload)->value_name("TIER"), "KV offload tier (none, vllm-simple, mooncake, ...): its host memory counts too")
+      ("total-cpu-dram-gb", po::value(&a.total_cpu_dram_gb)->value_name("N"), "host DRAM budget in GB (TOTAL_CPU_DRAM_GB) that sizes the tier")
       ("recipe-dir", po::value(&a.recipe_dir)->value_name("DIR"), recipe_dir_help.c_str())
       ("topology", po::value(&a.file)->value_name("FILE"), "an hwloc XML file instead of this machine")
       ("gpus", po::value(&gpus)->value_name("LIST"), "node GPU indices of the step, e.g. 0,1,2,3 (default: $SLURM_STEP_GPUS, else $CUDA_VISIBLE_DEVICES, else all)")
@@ -92,6 +95,8 @@ Result<LaunchPlan> RenderArm(const PlaceArgs& a) {
   req.conc = a.conc;
   req.eval_only = a.eval_only;
   req.node_rank = a.node;
+  req.kv_offload = a.kv_offload;
+  req.total_cpu_dram_gb = a.total_cpu_dram_gb;
   return RenderDryRun(recipe.value(), req);
 }
 

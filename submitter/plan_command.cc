@@ -22,15 +22,17 @@ const char kUsage[] =
     "Nothing is started; ports are distinct placeholders (a running step leases\n"
     "real ones). An arm across nodes has one plan per node: --node K shows node\n"
     "K's (0, the head, by default), with the head's address HEAD_ADDR unless\n"
-    "--head-addr gives one.\n"
+    "--head-addr gives one. --kv-offload adds a KV offload tier (its files, its\n"
+    "servers started before the engine, its engine args, env and host memory),\n"
+    "sized by --total-cpu-dram-gb; the run directory is the placeholder RUN_DIR.\n"
     "\n"
     "Options:\n";
 
 }  // namespace
 
 int RunPlanCommand(const std::vector<std::string>& args) {
-  std::string recipe_name, arm, recipe_dir, head_addr;
-  int64_t conc = 0, node = 0;
+  std::string recipe_name, arm, recipe_dir, head_addr, kv_offload;
+  int64_t conc = 0, node = 0, total_cpu_dram_gb = 0;
   std::vector<std::string> sets;
   const std::string recipe_dir_help =
       "recipe directory (default: $IX_RECIPE_DIR, else " + BuiltinRecipeDir() + ")";
@@ -42,6 +44,8 @@ int RunPlanCommand(const std::vector<std::string>& args) {
       ("node", po::value(&node)->value_name("K"), "arms across nodes: the plan of node K, 0 (the head) to nodes - 1; default 0")
       ("head-addr", po::value(&head_addr)->value_name("ADDR"), "arms across nodes: the head's address (default: the placeholder HEAD_ADDR)")
       ("eval-only", po::bool_switch(), "render the eval-only variant (accuracy run)")
+      ("kv-offload", po::value(&kv_offload)->value_name("TIER"), "KV offload tier the recipe serves (none, vllm-simple, mooncake, ...); default none")
+      ("total-cpu-dram-gb", po::value(&total_cpu_dram_gb)->value_name("N"), "host DRAM budget of the step in GB (InferenceX's TOTAL_CPU_DRAM_GB), for the tier")
       ("set", po::value(&sets)->value_name("NAME=VALUE")->composing(), "override a recipe variable; repeatable")
       ("recipe-dir", po::value(&recipe_dir)->value_name("DIR"), recipe_dir_help.c_str())
       ("json", po::bool_switch(), "print the plan as JSON")
@@ -74,6 +78,8 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   req.eval_only = vm["eval-only"].as<bool>();
   req.node_rank = node;
   req.head_addr = head_addr;
+  req.kv_offload = kv_offload;
+  req.total_cpu_dram_gb = total_cpu_dram_gb;
   for (const std::string& s : sets) {
     const size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {

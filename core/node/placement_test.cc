@@ -414,3 +414,51 @@ TEST(Placement, PolicyNames) {
 
 }  // namespace
 }  // namespace ix
+
+namespace ix {
+namespace {
+
+// dep4 with a KV offload tier at InferenceX's DEP4 budget (dram-utilization
+// 0.95 on b300-nv: 1424 GB, 356 GB per GPU worker).
+LaunchPlan Dep4WithTier(const std::string& tier, int64_t gb) {
+  Result<Recipe> recipe = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
+  EXPECT_TRUE(recipe.ok());
+  RenderRequest req;
+  req.arm = "dep4";
+  req.conc = 64;
+  req.kv_offload = tier;
+  req.total_cpu_dram_gb = gb;
+  Result<LaunchPlan> plan = RenderDryRun(recipe.value(), req);
+  EXPECT_TRUE(plan.ok()) << plan.error().message;
+  return std::move(plan).value();
+}
+
+// Per NUMA node: 4 x 189 GiB of Engram tables + 4 x 356 GB of offload =
+// 2,235,748,818,944 bytes (2082.2 GiB), beside which a 4 TiB socket fits
+// and a 2 TiB one (2048 GiB) does not.
+TEST(Placement, KvOffloadCountsBesideTheEngramTables) {
+  constexpr uint64_t kNeed = 4 * 189 * kGiB + 4 * 356000000000ull;
+  const Placement fits = Place(Dep4WithTier("vllm-simple", 1424), Load("hgx-b300-4tib.xml"), OnGpus({0, 1, 2, 3}));
+  EXPECT_TRUE(fits.fits);
+  EXPECT_EQ(fits.FindNuma(0)->needed_bytes, kNeed);
+  EXPECT_EQ(fits.ranks[0].host_bytes, 189 * kGiB + 356000000000ull);
+  EXPECT_NE(fits.FindNuma(0)->breakdown.find("4 ranks x 189 GiB engram_tables + 4 GPUs x "), std::string::npos)
+      << fits.FindNuma(0)->breakdown;
+  EXPECT_NE(fits.FindNuma(0)->breakdown.find(" kv_offload_cpu"), std::string::npos);
+
+  const Placement refused = Place(Dep4WithTier("vllm-simple", 1424), Load("hgx-b300-2tib.xml"), OnGpus({0, 1, 2, 3}));
+  EXPECT_FALSE(refused.fits);
+  ASSERT_EQ(refused.problems.size(), 1u);
+  EXPECT_EQ(refused.problems[0],
+            "dep4 needs 2082.20 GiB on NUMA node 0 (4 ranks x 189 GiB engram_tables + 4 GPUs x 331.55 GiB "
+            "kv_offload_cpu); node 0 has 2048 GiB in total (free memory not measured)");
+  // Without the tier the same socket holds the tables alone.
+  EXPECT_TRUE(Place(Dep4WithTier("", 0), Load("hgx-b300-2tib.xml"), OnGpus({0, 1, 2, 3})).fits);
+  // The mooncake segment counts the same way.
+  EXPECT_EQ(Place(Dep4WithTier("mooncake", 1424), Load("hgx-b300-4tib.xml"), OnGpus({0, 1, 2, 3}))
+                .FindNuma(0)->needed_bytes,
+            kNeed);
+}
+
+}  // namespace
+}  // namespace ix

@@ -3,8 +3,18 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "core/process/tcp_peers.h"
@@ -24,6 +34,66 @@ std::string Excerpt(std::string_view body) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
   return "'" + s + (body.size() > 80 ? "...'" : "'");
+}
+
+// HOST:PORT as a socket address: an IPv4 or [IPv6] literal, or localhost
+// (no name service: ix-stepd is linked statically, where glibc's resolver
+// would need the shared libraries of its own version at run time).
+bool ParseHostPort(const std::string& host_port, sockaddr_storage& out, socklen_t& len) {
+  const size_t colon = host_port.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= host_port.size()) return false;
+  std::string host = host_port.substr(0, colon);
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost") host = "127.0.0.1";
+  char* end = nullptr;
+  const unsigned long port = std::strtoul(host_port.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port == 0 || port > 65535) return false;
+  out = {};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&out);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&out);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    len = sizeof *v4;
+    return true;
+  }
+  if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    len = sizeof *v6;
+    return true;
+  }
+  return false;
+}
+
+// tcp_listening HOST:PORT: ready when a TCP connect succeeds within
+// `timeout` (servers that speak no HTTP, such as the Mooncake master).
+ProbeResult TcpListening(const std::string& host_port, std::chrono::milliseconds timeout) {
+  ProbeResult r;
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  if (!ParseHostPort(host_port, addr, len)) {
+    r.detail = "'" + host_port + "' is not HOST:PORT (an IP address or localhost, and a port)";
+    return r;
+  }
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    r.detail = std::string("socket: ") + std::strerror(errno);
+    return r;
+  }
+  int err = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 ? 0 : errno;
+  if (err == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    socklen_t err_len = sizeof err;
+    err = ::poll(&p, 1, static_cast<int>(timeout.count())) == 1 &&
+                  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) == 0
+              ? err
+              : ETIMEDOUT;
+  }
+  ::close(fd);
+  r.ready = err == 0;
+  r.detail = r.ready ? "accepts connections" : "connecting to " + host_port + ": " + std::strerror(err);
+  return r;
 }
 
 }  // namespace
@@ -71,6 +141,8 @@ ProbeResult HttpGetProber::Probe(const ReadinessCheck& check, const ProbeOptions
       return HttpOk(check.url, options);
     case ReadinessTemplate::Kind::kModelsNonEmpty:
       return ModelsNonEmpty(check.url, options);
+    case ReadinessTemplate::Kind::kTcpListening:
+      return TcpListening(check.url, options.connect_timeout);
     case ReadinessTemplate::Kind::kConnected:
       break;
   }

@@ -74,6 +74,30 @@ TEST(Probe, ConnectionRefusedIsNotReady) {
   EXPECT_EQ(r.http_status, 0);
 }
 
+// tcp_listening: ready once something accepts connections on HOST:PORT (a
+// listening socket accepts into its backlog, no HTTP needed); refused and
+// malformed addresses are not ready and say why.
+TEST(Probe, TcpListeningIsReadyWhenAConnectionIsAccepted) {
+  CurlProber prober;  // any HttpGetProber: tcp_listening is its own, not an HTTP GET
+  testing_http::RawPort listening(true);
+  RefusingPort refusing;
+  const std::string port = std::to_string(listening.port());
+  for (const std::string& addr : {"127.0.0.1:" + port, "localhost:" + port}) {
+    ProbeResult r = prober.Probe(ReadinessCheck{ReadinessTemplate::Kind::kTcpListening, addr}, ProbeOptions{});
+    EXPECT_TRUE(r.ready) << addr << ": " << r.detail;
+  }
+  ProbeResult r = prober.Probe(
+      ReadinessCheck{ReadinessTemplate::Kind::kTcpListening, "127.0.0.1:" + std::to_string(refusing.port())},
+      ProbeOptions{});
+  EXPECT_FALSE(r.ready);
+  EXPECT_TRUE(Has(r.detail, "Connection refused")) << r.detail;
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:0", "127.0.0.1:x", "mooncake.example:1", ":5"}) {
+    r = prober.Probe(ReadinessCheck{ReadinessTemplate::Kind::kTcpListening, bad}, ProbeOptions{});
+    EXPECT_FALSE(r.ready) << bad;
+    EXPECT_TRUE(Has(r.detail, "is not HOST:PORT")) << bad << ": " << r.detail;
+  }
+}
+
 TEST(Probe, HealthStatusDecides) {
   TestServer server;
   server.health_status = 503;

@@ -1,11 +1,11 @@
 #include "core/recipe/launch_plan.h"
 
-
 #include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
 
+#include "core/recipe/launch_plan_kv_offload.h"
 #include "core/yaml/yaml_reader.h"
 
 namespace ix {
@@ -247,9 +247,15 @@ class PlanRenderer {
     SetBuiltins();
     if (Status s = SetVariables(); !s) return s.error();
     if (Status s = SetCaptureSize(); !s) return s.error();
+    if (Status s = SetKvOffloadBuiltins(); !s) return s.error();
     if (Status s = SetPorts(); !s) return s.error();
     SetShape();
+    AddHostMemory();  // before the tier's, which follow the recipe's
     if (Status s = AddEngines(); !s) return s.error();
+    if (tier_) {  // while the engines are the only processes
+      const Lookup lookup = [this](const std::string& n) { return scope_.Get(n); };
+      if (Status s = ApplyKvOffload(*tier_, lookup, what_, plan_); !s) return s.error();
+    }
     if (arm_.router && req_.node_rank == 0) {  // the router runs on the head only
       Result<PlannedProcess> router = RenderProcess(*recipe_.router, arm_.fragments, scope_, {});
       if (!router) return router.error();
@@ -261,7 +267,6 @@ class PlanRenderer {
     if (!client_extra) return client_extra.error();
     plan_.client_env = std::move(client).value();
     MergeEnv(plan_.client_env, client_extra.value());
-    AddHostMemory();
     for (const auto& [v, t] : arm_.vars) scope_.Get(v);  // record them all
     plan_.variables = scope_.All(arm_.nodes == 1 && arm_.pp == 1 ? NodeBuiltins() : std::set<std::string>{});
     return std::move(plan_);
@@ -325,12 +330,24 @@ class PlanRenderer {
     return Ok{};
   }
 
+  // The KV offload tier asked for (none: nothing to do) and its builtins.
+  Status SetKvOffloadBuiltins() {
+    Result<const KvOffloadTier*> tier = SelectKvOffload(recipe_, req_.kv_offload);
+    if (!tier) return tier.error();
+    tier_ = tier.value();
+    if (!tier_) return Ok{};
+    Result<std::vector<std::pair<std::string, std::string>>> values = KvOffloadBuiltinValues(*tier_, arm_, req_);
+    if (!values) return values.error();
+    for (auto& [name, value] : values.value()) scope_.Set(name, std::move(value));
+    return Ok{};
+  }
+
   // Every port the arm needs from the request (its local ports, then its
   // step ports), each number once; the arm's ports into the scope, its rank
   // ports per rank (rank_ports_).
   Status SetPorts() {
     std::set<int> numbers;
-    Result<std::vector<std::string>> port_names = PortNames(recipe_, arm_.name);
+    Result<std::vector<std::string>> port_names = PortNames(recipe_, arm_.name, req_.kv_offload);
     if (!port_names) return port_names.error();
     std::vector<std::string> names = std::move(port_names).value();
     names.insert(names.end(), arm_.step_ports.begin(), arm_.step_ports.end());
@@ -346,7 +363,7 @@ class PlanRenderer {
       const auto in = [&name](const std::vector<std::string>& list) {
         return std::find(list.begin(), list.end(), name) != list.end();
       };
-      if (in(arm_.ports) || in(arm_.step_ports)) {
+      if (in(arm_.ports) || in(arm_.step_ports) || (tier_ && in(tier_->Ports()))) {
         scope_.Set(name, std::to_string(it->second));
       }
       plan_.ports.emplace_back(name, it->second);
@@ -456,8 +473,8 @@ class PlanRenderer {
       const int64_t count = need.per == HostMemoryNeed::Per::kDpRank ? static_cast<int64_t>(plan_.ranks.size())
                             : need.per == HostMemoryNeed::Per::kGpu  ? arm_.gpus
                                                                      : 1;
-      plan_.host_memory.push_back(
-          PlannedHostMemory{need.name, need.per, need.bytes, count, need.bytes * static_cast<uint64_t>(count)});
+      plan_.host_memory.push_back(PlannedHostMemory{need.name, need.per, need.bytes, count,
+                                                    need.bytes * static_cast<uint64_t>(count), need.pinned});
     }
   }
 
@@ -469,16 +486,22 @@ class PlanRenderer {
   const NodeShape shape_;
   LaunchPlan plan_;
   std::vector<std::pair<std::string, std::vector<int>>> rank_ports_;
+  const KvOffloadTier* tier_ = nullptr;  // the tier asked for, if any
 };
 
 }  // namespace
 
-Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm) {
+Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm, const std::string& kv_offload) {
   Result<const Arm*> a = FindArm(recipe, arm);
   if (!a) return a.error();
+  Result<const KvOffloadTier*> tier = SelectKvOffload(recipe, kv_offload);
+  if (!tier) return tier.error();
   std::vector<std::string> names = a.value()->ports;
   for (const auto& p : a.value()->rank_ports) {
     for (int64_t r = 0; r < a.value()->dp; ++r) names.push_back(p + "_RANK" + std::to_string(r));
+  }
+  if (tier.value()) {
+    for (const std::string& p : tier.value()->Ports()) names.push_back(p);
   }
   return names;
 }
@@ -514,13 +537,14 @@ Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& req) {
 }
 
 Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request) {
-  Result<std::vector<std::string>> names = PortNames(recipe, request.arm);
+  Result<std::vector<std::string>> names = PortNames(recipe, request.arm, request.kv_offload);
   if (!names) return names.error();
   Result<std::vector<std::string>> step = StepPortNames(recipe, request.arm);
   if (!step) return step.error();
   names.value().insert(names.value().end(), step.value().begin(), step.value().end());
   request.ports = PlaceholderPorts(names.value());
   if (request.head_addr.empty()) request.head_addr = "HEAD_ADDR";
+  if (request.run_dir.empty()) request.run_dir = "RUN_DIR";
   return RenderPlan(recipe, request);
 }
 

@@ -35,9 +35,14 @@ struct ReadinessCheck {
 const char* ReadinessKindName(ReadinessTemplate::Kind kind);
 
 // One process of the step: exact argv, the environment it adds, its log
-// file and when it is ready.
+// file and when it is ready. `role` is "" for the engine(s) and the router
+// and kServerRole for a KV offload tier's server: such processes come
+// first in LaunchPlan::processes, are started (and ready) before the
+// engine and stopped after it.
 struct PlannedProcess {
+  static constexpr const char* kServerRole = "server";
   std::string name;
+  std::string role;
   std::string log;
   int64_t rank = -1;  // the DP rank it alone serves (rank-process engines), else -1
   std::vector<std::string> argv;
@@ -59,6 +64,16 @@ struct PlannedHostMemory {
   uint64_t bytes_each = 0;
   int64_t count = 0;
   uint64_t total_bytes = 0;
+  // Registered with CUDA or the NIC (RLIMIT_MEMLOCK must cover it). Not in
+  // the JSON: the plugin decides the limit from the plan it rendered.
+  bool pinned = false;
+};
+
+// A file written into the step's run directory before any process starts.
+// Invariant: name is a plain file name (no '/', not "." or "..").
+struct PlannedFile {
+  std::string name;
+  std::string text;
 };
 
 // The whole plan; its invariants are at the top of this file.
@@ -82,6 +97,10 @@ struct LaunchPlan {
   bool worker_numa_flags = false;
   std::vector<PlannedRank> ranks;
   PortList ports;  // every leased port, rank ports as NAME_RANK<r>
+  // The KV offload tier ("" = none), the files it writes into the run
+  // directory; its servers are the processes with role kServerRole.
+  std::string kv_offload;
+  std::vector<PlannedFile> files;
   std::vector<PlannedProcess> processes;
   EnvList client_env;
   std::vector<PlannedHostMemory> host_memory;
@@ -110,11 +129,22 @@ struct RenderRequest {
   // `ports` must then also number the arm's step ports (StepPortNames).
   int64_t node_rank = 0;
   std::string head_addr;
+  // The KV offload tier ("" or "none": none), one the recipe serves; its
+  // ports must be in `ports` too (PortNames with the tier). The host DRAM
+  // budget in GB (InferenceX's TOTAL_CPU_DRAM_GB), required (> 0) when the
+  // tier's templates use it; the step's run directory as its processes see
+  // it, required when they use RUN_DIR (RenderDryRun: "RUN_DIR").
+  std::string kv_offload;
+  int64_t total_cpu_dram_gb = 0;
+  std::string run_dir;
 };
 
 // The port names the arm needs, in order: its ports, then each rank port
-// once per rank as NAME_RANK<r>.
-Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm);
+// once per rank as NAME_RANK<r>, then the ports of the KV offload tier's
+// servers ("" or "none": no tier; a tier the recipe does not serve is an
+// error naming those it does).
+Result<std::vector<std::string>> PortNames(const Recipe& recipe, const std::string& arm,
+                                           const std::string& kv_offload = "");
 // The arm's step ports (the same number on every node of the step), in order.
 Result<std::vector<std::string>> StepPortNames(const Recipe& recipe, const std::string& arm);
 // Distinct stand-in numbers for a plan that is not running (from 20000 up).
@@ -122,7 +152,7 @@ PortList PlaceholderPorts(const std::vector<std::string>& names);
 
 Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& request);
 // RenderPlan for a plan that is not running: the arm's ports get
-// PlaceholderPorts (request.ports is ignored).
+// PlaceholderPorts (request.ports is ignored); an empty run_dir is "RUN_DIR".
 Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request);
 
 // Smallest power of two >= n, capped at `cap` (n >= 1).

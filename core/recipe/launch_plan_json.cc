@@ -21,6 +21,8 @@ const char* ReadinessKindName(ReadinessTemplate::Kind kind) {
       return "http_ok";
     case ReadinessTemplate::Kind::kModelsNonEmpty:
       return "models_nonempty";
+    case ReadinessTemplate::Kind::kTcpListening:
+      return "tcp_listening";
     case ReadinessTemplate::Kind::kConnected:
       break;
   }
@@ -77,6 +79,9 @@ template <class Writer>
 void WriteProcess(Writer& w, const PlannedProcess& p) {
   w.StartObject();
   w.Key("name"); WriteString(w, p.name);
+  if (!p.role.empty()) {  // engines and the router have none: plans without a tier read as before
+    w.Key("role"); WriteString(w, p.role);
+  }
   w.Key("log"); WriteString(w, p.log);
   if (p.rank >= 0) {
     w.Key("rank"); w.Int64(p.rank);
@@ -134,6 +139,16 @@ void WritePlan(Writer& w, const LaunchPlan& plan) {
   w.Key("worker_numa_flags"); w.Bool(plan.worker_numa_flags);
   w.Key("ranks"); WriteList(w, plan.ranks, WriteRank<Writer>);
   w.Key("ports"); WritePorts(w, plan.ports);
+  if (!plan.kv_offload.empty()) {  // only with a tier: plans without one read as before
+    w.Key("kv_offload"); WriteString(w, plan.kv_offload);
+    w.Key("files");
+    WriteList(w, plan.files, [](Writer& o, const PlannedFile& f) {
+      o.StartObject();
+      o.Key("name"); WriteString(o, f.name);
+      o.Key("text"); WriteString(o, f.text);
+      o.EndObject();
+    });
+  }
   w.Key("processes"); WriteList(w, plan.processes, WriteProcess<Writer>);
   w.Key("client_env"); WriteEnv(w, plan.client_env);
   w.Key("host_memory"); WriteList(w, plan.host_memory, WriteHostMemory<Writer>);
@@ -243,10 +258,12 @@ class PlanReader {
   PlannedProcess Process(const rapidjson::Value& p, const std::string& path) {
     PlannedProcess out;
     out.name = Str(p, "name", path);
-    out.log = Str(p, "log", path);
-    if (out.log.empty() || out.log.find('/') != std::string::npos || out.log == "." || out.log == "..") {
-      Fail(path + ".log", "is not a plain file name");
+    if (p.HasMember("role")) {
+      out.role = Str(p, "role", path);
+      if (out.role != PlannedProcess::kServerRole) Fail(path + ".role", "is not " + std::string(PlannedProcess::kServerRole));
     }
+    out.log = Str(p, "log", path);
+    if (!PlainFileName(out.log)) Fail(path + ".log", "is not a plain file name");
     if (p.HasMember("rank")) out.rank = Int(p, "rank", path);
     for (const auto& a : Array(p, "argv", path).GetArray()) {
       if (!a.IsString()) Fail(path + ".argv", "holds a non-string");
@@ -263,12 +280,40 @@ class PlanReader {
         k = ReadinessTemplate::Kind::kModelsNonEmpty;
       } else if (kind == "connected") {
         k = ReadinessTemplate::Kind::kConnected;
+      } else if (kind == "tcp_listening") {
+        k = ReadinessTemplate::Kind::kTcpListening;
       } else if (kind != "http_ok") {
-        Fail(cp + ".kind", "is not http_ok, models_nonempty or connected");
+        Fail(cp + ".kind", "is not http_ok, models_nonempty, connected or tcp_listening");
       }
       out.readiness.push_back(ReadinessCheck{k, Str(checks[j], "url", cp)});
     }
     return out;
+  }
+
+  static bool PlainFileName(const std::string& n) {
+    return !n.empty() && n.find('/') == std::string::npos && n != "." && n != "..";
+  }
+
+  PlannedFile File(const rapidjson::Value& v, const std::string& path) {
+    PlannedFile f{Str(v, "name", path), Str(v, "text", path)};
+    if (!PlainFileName(f.name)) Fail(path + ".name", "is not a plain file name");
+    return f;
+  }
+
+  // The tier and its files (absent: no tier); its servers must come before
+  // every other process, which is the order ix-stepd starts them in.
+  void KvOffload(const rapidjson::Value& d, LaunchPlan& plan) {
+    if (!d.HasMember("kv_offload")) return;
+    plan.kv_offload = Str(d, "kv_offload", "plan");
+    plan.files = List<PlannedFile>(d, "files", &PlanReader::File);
+  }
+  void CheckServersFirst(const LaunchPlan& plan) {
+    bool other = false;
+    for (size_t i = 0; i < plan.processes.size(); ++i) {
+      const bool server = plan.processes[i].role == PlannedProcess::kServerRole;
+      if (server && other) Fail("processes[" + std::to_string(i) + "]", "is a server after a process that is not");
+      other = other || !server;
+    }
   }
 
   PlannedHostMemory HostMemory(const rapidjson::Value& v, const std::string& path) {
@@ -357,7 +402,9 @@ Result<LaunchPlan> PlanFromJson(const std::string& text, const std::string& wher
     plan.ranks = r.List<PlannedRank>(d, "ranks", &PlanReader::Rank);
     plan.ports = r.Ports(r.Member(d, "ports", top), "ports");
     r.CheckStepPorts(plan);
+    r.KvOffload(d, plan);
     plan.processes = r.List<PlannedProcess>(d, "processes", &PlanReader::Process);
+    r.CheckServersFirst(plan);
     plan.client_env = r.Env(d, "client_env", top);
     plan.host_memory = r.List<PlannedHostMemory>(d, "host_memory", &PlanReader::HostMemory);
     plan.variables = r.Env(d, "variables", top);
@@ -392,8 +439,18 @@ std::string PlanSummary(const LaunchPlan& plan) {
     s += " " + k + "=" + std::to_string(v) + (step ? " (step)" : "");
   }
   s += "\n";
+  if (!plan.kv_offload.empty()) s += "kv offload tier: " + plan.kv_offload + "\n";
+  for (const auto& f : plan.files) {
+    s += "file " + f.name + " in the run directory:\n";
+    for (size_t at = 0; at < f.text.size();) {
+      const size_t nl = f.text.find('\n', at);
+      s += "  | " + f.text.substr(at, nl == std::string::npos ? std::string::npos : nl - at) + "\n";
+      at = nl == std::string::npos ? f.text.size() : nl + 1;
+    }
+  }
   for (const auto& p : plan.processes) {
-    s += p.name + " (log " + p.log + "):\n  argv:";
+    s += p.name + (p.role.empty() ? "" : " (" + p.role + ", started before the engine)") + " (log " + p.log +
+         "):\n  argv:";
     for (const auto& a : p.argv) s += " " + DisplayArg(a);
     s += "\n  env:";
     for (const auto& [k, v] : p.env) s += " " + k + "=" + DisplayArg(v);
@@ -401,6 +458,10 @@ std::string PlanSummary(const LaunchPlan& plan) {
     for (const auto& r : p.readiness) {
       if (r.kind == ReadinessTemplate::Kind::kConnected) {
         s += "  ready when: holds a TCP connection to the head " + r.url + "\n";
+        continue;
+      }
+      if (r.kind == ReadinessTemplate::Kind::kTcpListening) {
+        s += "  ready when: " + r.url + " accepts TCP connections\n";
         continue;
       }
       s += "  ready when: GET " + r.url +

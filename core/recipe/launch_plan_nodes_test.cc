@@ -274,7 +274,7 @@ TEST_F(NodesPlanTest, ABrokenNodeFieldIsNamed) {
   EXPECT_EQ(fails("\"step_ports\":[\"PORT\"", "\"step_ports\":[\"NOPE\""),
             "p.json: field 'step_ports' names NOPE, which is not in ports");
   EXPECT_EQ(fails("\"kind\":\"connected\"", "\"kind\":\"linked\""),
-            "p.json: field 'processes[0].readiness[0].kind' is not http_ok, models_nonempty or connected");
+            "p.json: field 'processes[0].readiness[0].kind' is not http_ok, models_nonempty, connected or tcp_listening");
   EXPECT_EQ(fails("\"nodes\":2,", ""), "p.json: field 'plan.nodes' is missing");
   EXPECT_EQ(fails("\"pp\":1,", "\"pp\":0,"), "p.json: field 'pp' is not a positive integer");
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/recipe/recipe_check.h"
+#include "core/recipe/recipe_kv_offload.h"
 #include "core/yaml/yaml_reader.h"
 
 namespace ix {
@@ -73,7 +74,7 @@ class Loader {
       recipe.router = LoadProcess(rt, "router", "router.log");
     }
     if (const uint32_t e = r_.Find(root, "client_env"); e != kNone) recipe.client_env = LoadEnv(e, "client_env");
-    if (const uint32_t k = r_.Find(root, "kv_offload"); k != kNone) LoadKvOffload(k, recipe);
+    if (const uint32_t k = r_.Find(root, "kv_offload"); k != kNone) LoadKvOffloadTiers(r_, k, recipe);
     const uint32_t arms = r_.Required(root, "", "arms");
     r_.RequireMap(arms, "arms");
     if (r_.Size(arms) == 0) r_.Fail(arms, "arms", "at least one arm is required");
@@ -147,20 +148,6 @@ class Loader {
                                           Child(field, "tokens_per_request"));
     c.max = r_.PositiveInt(r_.Required(node, field, "max"), Child(field, "max"));
     return c;
-  }
-
-  void LoadKvOffload(uint32_t map, Recipe& recipe) {
-    ForEachEntry(map, "kv_offload", [&](const std::string& name, uint32_t key, uint32_t def) {
-      const std::string field = Child("kv_offload", name);
-      if (!IsLowerName(name) || name == "none") {
-        r_.Fail(key, field, "'" + name + "' is not a tier name (lower-case letters, digits, '-', '_', '.'; not 'none')");
-      }
-      r_.CheckKeys(def, field, {"doc"});
-      KvOffloadTier tier;
-      tier.name = name;
-      if (const uint32_t d = r_.Find(def, "doc"); d != kNone) tier.doc = r_.String(d, Child(field, "doc"));
-      recipe.kv_offload.push_back(std::move(tier));
-    });
   }
 
   void LoadHostMemory(uint32_t list, Recipe& recipe) {
@@ -250,7 +237,7 @@ class Loader {
       p.numa_flags = LoadListArgs(nf, Child(field, "numa_flags"), true);
     }
     if (const uint32_t list = r_.Find(node, "readiness"); list != kNone) {
-      p.readiness = LoadReadiness(list, Child(field, "readiness"));
+      p.readiness = LoadReadinessList(r_, list, Child(field, "readiness"));
     }
     return p;
   }
@@ -286,24 +273,6 @@ class Loader {
         r_.Fail(item, f, "the first argument is the program and must be a plain string");
       }
       out.push_back(std::move(a));
-    }
-    return out;
-  }
-
-  // Readiness checks: each {http_ok: URL} or {models_nonempty: URL}.
-  std::vector<ReadinessTemplate> LoadReadiness(uint32_t list, const std::string& rf) {
-    r_.RequireSequence(list, rf);
-    std::vector<ReadinessTemplate> out;
-    for (size_t i = 0; i < r_.Size(list); ++i) {
-      const std::string f = Index(rf, i);
-      const uint32_t item = r_.Item(list, i);
-      r_.CheckKeys(item, f, {"http_ok", "models_nonempty"});
-      if (r_.Size(item) != 1) r_.Fail(item, f, "give exactly one of http_ok, models_nonempty");
-      const uint32_t http_ok = r_.Find(item, "http_ok");
-      const bool ok = http_ok != kNone;
-      const uint32_t url = ok ? http_ok : r_.Find(item, "models_nonempty");
-      out.push_back(ReadinessTemplate{ok ? ReadinessTemplate::Kind::kHttpOk : ReadinessTemplate::Kind::kModelsNonEmpty,
-                                      Tmpl(url, Child(f, ok ? "http_ok" : "models_nonempty"))});
     }
     return out;
   }

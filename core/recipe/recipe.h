@@ -73,9 +73,11 @@ struct ListArg {
 // 200 with an OpenAI model list holding at least one model (kModelsNonEmpty),
 // or (kConnected, never written in a recipe: the check of an engine on a
 // node after the head) the process tree holding an established TCP
-// connection to the host in `url` (an address, no port).
+// connection to the host in `url` (an address, no port), or
+// (kTcpListening, `tcp_listening: HOST:PORT`, for servers that speak no
+// HTTP such as the Mooncake master) a TCP connect to HOST:PORT succeeding.
 struct ReadinessTemplate {
-  enum class Kind { kHttpOk, kModelsNonEmpty, kConnected };
+  enum class Kind { kHttpOk, kModelsNonEmpty, kConnected, kTcpListening };
   Kind kind;
   LocatedTemplate url;
 };
@@ -162,12 +164,59 @@ struct Arm {
   std::string where;
 };
 
+// A file a KV offload tier has written into the step's run directory
+// before its servers and the engine start (the Mooncake config).
+struct KvOffloadFile {
+  std::string name;  // a plain file name
+  LocatedTemplate text;
+};
+
+// A process a KV offload tier starts before the engine (the Mooncake
+// master); stopped after the engine. argv holds kText and kWhen items only,
+// the first kText (the program). `ports` are leased for the step like the
+// arm's ports.
+struct KvOffloadServer {
+  std::string name;
+  std::string log;  // file name in the step's result directory
+  std::vector<ArgTemplate> argv;
+  std::vector<EnvTemplate> env;
+  std::vector<std::string> ports;
+  std::vector<ReadinessTemplate> readiness;
+};
+
+// Host DRAM a tier adds, its size a template rendering to a byte count
+// (an integer with an optional unit: 356000000000, ${KV_OFFLOAD_GB_PER_RANK}GB).
+struct KvOffloadMemory {
+  std::string name;
+  HostMemoryNeed::Per per = HostMemoryNeed::Per::kStep;
+  LocatedTemplate bytes;
+  bool pinned = false;
+  std::string doc;
+};
+
 // A KV offload tier the recipe serves (`kv_offload: NAME:`), selected by a
 // config row's kv-offload-backend name (InferenceX: vllm-simple,
-// mooncake). Invariant: names are unique and lower-case.
+// mooncake), and what it adds to a plan (docs/RECIPES.md). Invariants:
+// names are unique, lower-case and not "none"; engine_args hold kText and
+// kWhen items only; file, server and memory names are unique in the tier;
+// its vars, ports and the tier builtins collide with no name of any arm
+// (checked per arm with the rest of its templates); `needs` lists the tier
+// builtins its templates use, directly or through its vars.
 struct KvOffloadTier {
   std::string name;
   std::string doc;
+  std::vector<ArgTemplate> engine_args;  // appended to the engine argv
+  std::vector<EnvTemplate> engine_env;   // added to (or replacing) the engine's
+  std::vector<std::pair<std::string, LocatedTemplate>> vars;
+  std::vector<KvOffloadFile> files;
+  std::vector<KvOffloadServer> servers;
+  std::vector<KvOffloadMemory> host_memory;
+  std::vector<std::string> needs;
+  std::string where;
+
+  // The servers' ports, in order.
+  std::vector<std::string> Ports() const;
+  bool Needs(const std::string& builtin) const;
 };
 
 // A loaded recipe; its invariants are at the top of this file.
@@ -198,6 +247,14 @@ struct Recipe {
 // and DP_START_RANK (its first) describe the node a plan is for; PP the
 // pipeline stages.
 const std::vector<std::string>& BuiltinVariables();
+// Names only a KV offload tier's templates can use: TOTAL_CPU_DRAM_GB (the
+// step's host DRAM budget), GPU_COUNT (the arm's GPUs: gpus x nodes),
+// KV_OFFLOAD_BYTES_PER_RANK (TOTAL_CPU_DRAM_GB x 10^9 / GPU_COUNT),
+// KV_OFFLOAD_GB_PER_RANK (TOTAL_CPU_DRAM_GB / GPU_COUNT), both integer
+// divisions as InferenceX's launch script does them, KV_LAZY_OFFLOAD
+// ("false" with DP attention, dp > 1, else "true") and RUN_DIR (the step's
+// run directory, where the tier's files are).
+const std::vector<std::string>& KvOffloadBuiltins();
 // The names a per_gpu item of engine.numa_flags renders against: the GPU's
 // NUMA node and its CPU share in list syntax ("0-15,64-79").
 const std::vector<std::string>& PerGpuVariables();

@@ -52,6 +52,40 @@ class ArmChecker {
     if (recipe_.capture && arm_.capture_batch_multiplier <= 0) {
       throw YamlError(arm_.where + ": cudagraph_batch_multiplier must be positive");
     }
+    for (const KvOffloadTier& tier : recipe_.kv_offload) CheckTier(tier);
+  }
+
+  // A KV offload tier's templates as this arm renders them: the arm's
+  // names plus the tier builtins, the tier's variables and its servers'
+  // ports, none of which may be a name of the arm. Rendered once per
+  // engine, never per rank or per GPU.
+  void CheckTier(const KvOffloadTier& tier) {
+    const auto saved_scope = scope_;
+    const auto saved_known = known_;
+    const std::string what = " of KV offload tier " + tier.name;
+    for (const auto& b : KvOffloadBuiltins()) Declare(b, "a KV offload builtin");
+    for (const auto& [v, t] : tier.vars) Declare(v, "a variable" + what);
+    for (const auto& p : tier.Ports()) Declare(p, "a port" + what);
+    known_.clear();
+    for (const auto& [n, w] : scope_) known_.push_back(n);
+    tier_ = &tier;
+    for (const ArgTemplate& a : tier.engine_args) CheckArg(a, Context{});
+    CheckEnv(tier.engine_env, Context{});
+    for (const auto& [v, t] : tier.vars) Check(t, Context{});
+    for (const KvOffloadFile& f : tier.files) Check(f.text, Context{});
+    for (const KvOffloadServer& s : tier.servers) {
+      for (const ArgTemplate& a : s.argv) CheckArg(a, Context{});
+      CheckEnv(s.env, Context{});
+      for (const auto& r : s.readiness) Check(r.url, Context{});
+    }
+    for (const KvOffloadMemory& m : tier.host_memory) Check(m.bytes, Context{});
+    scope_ = saved_scope;
+    known_ = saved_known;
+    tier_ = nullptr;
+  }
+
+  static bool IsTierVar(const KvOffloadTier& tier, const std::string& name) {
+    return std::any_of(tier.vars.begin(), tier.vars.end(), [&](const auto& v) { return v.first == name; });
   }
 
  private:
@@ -128,7 +162,8 @@ class ArmChecker {
         break;
       }
       case ArgTemplate::Kind::kWhen:
-        if (!recipe_.FindVariable(a.when)) {
+        // A tier's `when` may name a tier variable (checked at its load).
+        if (!recipe_.FindVariable(a.when) && !(tier_ && IsTierVar(*tier_, a.when))) {
           throw YamlError(a.ref.Describe() + ": 'when' names '" + a.when + "', which is not a recipe variable");
         }
         for (const auto& t : a.args) Check(t, c);
@@ -177,6 +212,7 @@ class ArmChecker {
   std::set<std::string> spliced_;                // fragments spliced so far
   std::map<std::string, const Template*> vars_;  // arm variables
   std::map<std::string, int> state_;             // of the cycle search
+  const KvOffloadTier* tier_ = nullptr;          // the tier being checked, if any
 };
 
 }  // namespace

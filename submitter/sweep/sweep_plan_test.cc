@@ -128,15 +128,15 @@ TEST(SweepPlan, AgenticRowsNeedAnOffloadTierTheRecipeServes) {
   EXPECT_EQ(p.value().entries[13].bucket, "agentic");
   EXPECT_TRUE(p.value().entries[14].eval_only);
   const test::TempDir dir("ix-plan-kv");
-  const std::string cfg = dir.path() + "/mooncake.yaml";
+  const std::string cfg = dir.path() + "/lmcache.yaml";
   int err = 0;
-  std::ofstream(cfg) << test::ReplaceOnce(ReadFileText(agentic, &err), "{ name: vllm-simple }", "{ name: mooncake }");
+  std::ofstream(cfg) << test::ReplaceOnce(ReadFileText(agentic, &err), "{ name: vllm-simple }", "{ name: lmcache }");
   Result<SweepPlan> bad = Plan(SweepMode::kFullSweepFailFastNoCanary, {}, kRecipes, cfg, key);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message,
             "config '" + key + "' (" + cfg + ":26:9, scenarios.agentic-coding[0].search-space[2]) field "
-            "'kv-offload-backend': 'mooncake' is not a KV offload tier recipe dsv41flash-fp4-b300-vllm serves; "
-            "allowed: vllm-simple");
+            "'kv-offload-backend': 'lmcache' is not a KV offload tier recipe dsv41flash-fp4-b300-vllm serves; "
+            "allowed: vllm-simple, mooncake");
 }
 
 TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
