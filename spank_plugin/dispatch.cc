@@ -38,7 +38,7 @@ struct PluginState {
 };
 PluginState g_state;
 
-enum OptionId { kArm = 1, kRecipe, kConc, kEvalOnly, kReadyTimeout, kPlacement };
+enum OptionId { kArm = 1, kRecipe, kConc, kEvalOnly, kReadyTimeout, kPlacement, kKvOffload, kKvOffloadDramGb };
 
 // A numeric option's value: kept when it parsed (0), else refused with the
 // parser's message (-1).
@@ -59,6 +59,8 @@ int OnOption(int val, const char* optarg, int /*remote*/) noexcept {
       case kRecipe: g_state.options.recipe = value; break;
       case kEvalOnly: g_state.options.eval_only = true; break;
       case kPlacement: g_state.options.placement = value; break;
+      case kKvOffload: g_state.options.kv_offload = value; break;
+      case kKvOffloadDramGb: return SetNumber(ix::ParseKvOffloadDramGb(value), g_state.options.kv_offload_dram_gb);
       case kReadyTimeout: return SetNumber(ix::ParseReadyTimeout(value), g_state.options.ready_timeout_s);
       case kConc: return SetNumber(ix::ParseConcurrency(value), g_state.options.conc);
       default: return -1;
@@ -89,6 +91,12 @@ struct spank_option kOptions[] = {
     {const_cast<char*>("inferencex-placement"), const_cast<char*>("strict|warn"),
      const_cast<char*>("InferenceX: refuse (strict, default) or only warn when NUMA/memory placement cannot be met"),
      1, kPlacement, OnOption},
+    {const_cast<char*>("inferencex-kv-offload"), const_cast<char*>("TIER"),
+     const_cast<char*>("InferenceX: KV offload tier of the recipe (none, vllm-simple, mooncake, ...; default none)"), 1,
+     kKvOffload, OnOption},
+    {const_cast<char*>("inferencex-kv-offload-dram-gb"), const_cast<char*>("GB"),
+     const_cast<char*>("InferenceX: host DRAM of the KV offload tier for the step, in GB (TOTAL_CPU_DRAM_GB)"), 1,
+     kKvOffloadDramGb, OnOption},
 };
 
 // Runs `hook` only in slurmstepd for a step that uses the plugin, catching

@@ -117,10 +117,11 @@ void WriteRunFile(const std::string& name, const std::string& text) {
   }
 }
 
-// The recipe's pinned host-memory needs by name ("" when none).
-std::string PinnedNeeds(const Recipe& recipe) {
+// The plan's pinned host-memory needs by name ("" when none): the recipe's
+// and its KV offload tier's.
+std::string PinnedNeeds(const LaunchPlan& plan) {
   std::string names;
-  for (const HostMemoryNeed& n : recipe.host_memory) {
+  for (const PlannedHostMemory& n : plan.host_memory) {
     if (n.pinned) names += (names.empty() ? "" : ", ") + n.name;
   }
   return names;
@@ -219,12 +220,16 @@ Result<Recipe> RenderStep(spank_t sp, const PluginArgs& args, const StepOptions&
   s.request.arm = *o.arm;
   s.request.conc = *o.conc;
   s.request.eval_only = o.eval_only;
+  s.request.kv_offload = o.kv_offload.value_or("");
+  s.request.total_cpu_dram_gb = o.kv_offload_dram_gb.value_or(0);
+  // The tier's files are written there (MakeRunDir) before anything starts.
+  s.request.run_dir = args.run_dir + "/" + s.step_id;
   s.ready_timeout_s = static_cast<int>(o.ready_timeout_s.value_or(3600));
   s.agent_socket = args.agent_socket;
   const Arm* arm = recipe.value().FindArm(s.request.arm);
   if (!arm) return Error{"recipe " + s.recipe + " has no arm " + s.request.arm};
   if (Status n = PlanAcrossNodes(sp, args, recipe.value(), *arm, s); !n) return n.error();
-  Result<std::vector<std::string>> names = PortNames(recipe.value(), s.request.arm);
+  Result<std::vector<std::string>> names = PortNames(recipe.value(), s.request.arm, s.request.kv_offload);
   if (!names) return names.error();
   Result<PortList> ports = LeasePorts(sp, args, s.step_id, names.value(), arm->nodes == 1);
   if (!ports) return ports.error();
@@ -251,7 +256,7 @@ Result<std::string> PlaceOnNode(spank_t sp, const PluginArgs& args, const StepOp
                                                 : LoadTopologyXmlCached(args.topology, args.run_dir);
   if (!topo) return topo.error();
   PlacementRequest pr;
-  const std::string pinned = PinnedNeeds(recipe);
+  const std::string pinned = PinnedNeeds(s.plan);
   MemlockDecision memlock = DecideMemlock(pinned, args.memlock, CurrentMemlock());
   ApplyMemlock(memlock);
   pr.pinned_memory = !pinned.empty();
@@ -303,6 +308,11 @@ Status MakeRunDir(spank_t sp, const PluginArgs& args, StepSetup& s, const std::s
   const int dir = g_handles.run_dir_fd;
   for (const auto& [name, text] : {std::pair{"plan.json", PlanToJson(s.plan, true)}, {"placement.json", placement_json}}) {
     if (Status w = WriteFileAtomicAt(dir, s.run_dir, name, text + "\n"); !w) return w.error();
+  }
+  // A KV offload tier's files (the Mooncake config), plain names (the plan
+  // refuses others), rendered from the recipe: written as they are.
+  for (const PlannedFile& f : s.plan.files) {
+    if (Status w = WriteFileAtomicAt(dir, s.run_dir, f.name, f.text); !w) return w.error();
   }
   if (::fchown(dir, uid, gid) != 0) return Error{"cannot chown " + s.run_dir + ": " + std::strerror(errno)};
   return Ok{};

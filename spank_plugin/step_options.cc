@@ -68,6 +68,10 @@ Result<int64_t> ParseConcurrency(const std::string& text) {
   return ParseBounded("--inferencex-conc", text, kMaxConcurrency, "a whole number");
 }
 
+Result<int64_t> ParseKvOffloadDramGb(const std::string& text) {
+  return ParseBounded("--inferencex-kv-offload-dram-gb", text, kMaxKvOffloadDramGb, "a number of GB");
+}
+
 Result<int64_t> ParseReadyTimeout(const std::string& text) {
   return ParseBounded("--inferencex-ready-timeout", text, kMaxReadyTimeoutS, "a number of seconds");
 }
@@ -88,6 +92,26 @@ Status ValidateStepOptions(const StepOptions& o, const std::string& recipe_dir) 
   if (!r) return r.error();
   return Ok{};
 }
+
+namespace {
+
+// --inferencex-kv-offload names a tier of the recipe (or none), and its DRAM
+// budget comes with a tier only.
+Status CheckKvOffload(const StepOptions& o, const Recipe& recipe) {
+  const std::string tier = o.kv_offload.value_or("none");
+  if (tier != "none" && !recipe.FindKvOffload(tier)) {
+    std::string allowed = "none";
+    for (const KvOffloadTier& t : recipe.kv_offload) allowed += ", " + t.name;
+    return Error{"--inferencex-kv-offload=" + tier + ": recipe " + recipe.name + " serves no such KV offload tier; "
+                 "allowed: " + allowed};
+  }
+  if (tier == "none" && o.kv_offload_dram_gb) {
+    return Error{"--inferencex-kv-offload-dram-gb is the budget of a KV offload tier: give --inferencex-kv-offload=TIER"};
+  }
+  return Ok{};
+}
+
+}  // namespace
 
 Result<Recipe> LoadCheckedRecipe(const StepOptions& o, const std::string& recipe_dir) {
   if (!o.recipe) {
@@ -121,6 +145,9 @@ Result<Recipe> LoadCheckedRecipe(const StepOptions& o, const std::string& recipe
   if (o.placement && *o.placement != "strict" && *o.placement != "warn") {
     return Error{"--inferencex-placement=" + *o.placement + ": allowed: strict, warn"};
   }
+  if (Status k = CheckKvOffload(o, recipe.value()); !k) return k.error();
+  req.kv_offload = o.kv_offload.value_or("");
+  req.total_cpu_dram_gb = o.kv_offload_dram_gb.value_or(0);
   Result<LaunchPlan> plan = RenderDryRun(recipe.value(), req);
   if (!plan) return plan.error();
   return recipe;

@@ -115,6 +115,42 @@ TEST(StepOptions, AnUnreadableRecipeIsNamed) {
   EXPECT_NE(error().find("unknown recipe 'nope' in " + dir + "; available: " + kRecipe), std::string::npos) << error();
 }
 
+// A KV offload tier of the recipe renders with its budget; another tier,
+// a tier without the budget its templates need, or a budget without a tier
+// is refused in srun, saying what is allowed.
+TEST(StepOptions, KvOffloadTiersOfTheRecipe) {
+  StepOptions o = Asking("dep4", 64);
+  o.kv_offload = "vllm-simple";
+  o.kv_offload_dram_gb = 1424;
+  EXPECT_TRUE(o.Active());
+  EXPECT_EQ(ErrorOf(o), "");
+  o.kv_offload = "none";
+  o.kv_offload_dram_gb.reset();
+  EXPECT_EQ(ErrorOf(o), "");
+  o.kv_offload = "lmcache";
+  EXPECT_EQ(ErrorOf(o), "--inferencex-kv-offload=lmcache: recipe dsv41flash-fp4-b300-vllm serves no such KV offload tier; "
+                        "allowed: none, vllm-simple, mooncake");
+  o.kv_offload = "mooncake";
+  EXPECT_NE(ErrorOf(o), "") << "mooncake's segment needs the budget";
+  o.kv_offload = "none";
+  o.kv_offload_dram_gb = 100;
+  EXPECT_EQ(ErrorOf(o), "--inferencex-kv-offload-dram-gb is the budget of a KV offload tier: give "
+                        "--inferencex-kv-offload=TIER");
+  StepOptions only;
+  only.kv_offload = "vllm-simple";
+  EXPECT_TRUE(only.Active()) << "an option given makes the step the plugin's";
+}
+
+TEST(StepOptions, ParseKvOffloadDramGb) {
+  EXPECT_EQ(ParseKvOffloadDramGb("1424").value(), 1424);
+  for (const char* bad : {"0", "-1", "1.5", "", "1000001", "12GB"}) {
+    Result<int64_t> r = ParseKvOffloadDramGb(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().message, std::string("--inferencex-kv-offload-dram-gb=") + bad +
+                                     ": expected a number of GB from 1 to 1000000");
+  }
+}
+
 TEST(StepOptions, ParseConcurrency) {
   EXPECT_EQ(ParseConcurrency("64").value(), 64);
   EXPECT_FALSE(ParseConcurrency("0").ok());

@@ -1,8 +1,6 @@
 #include "spank_plugin/step_supervisor.h"
 
 #include <fcntl.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <deque>
-#include <fstream>
 #include <memory>
 #include <set>
 
@@ -198,25 +194,28 @@ class Supervision {
     bool client_gone = false;
   };
 
-  // Every started tree, and what was seen of it at readiness.
+  // Every started tree and what was seen of it at readiness, the servers
+  // (a KV offload tier's Mooncake master) after the engine and router that
+  // use them; with the watch's pidfds in case /proc cannot be read.
   void StopAll() {
-    std::vector<ProcessId> roots;
-    for (const auto& s : started_) roots.push_back(s.spawned.id);
     StopOptions so;
     so.grace = o_.stop_grace;
-    // A fast exit is seen at once; looking costs one /proc pass per poll.
-    so.poll = std::chrono::milliseconds(1);
+    so.poll = std::chrono::milliseconds(1);  // a fast exit is seen at once; one /proc pass a poll
     so.max_poll = std::chrono::milliseconds(5);
-    // The watch's pidfds let the stop act even if /proc cannot be read
-    // (the client's is not the stop's to use).
-    std::vector<HeldProcess> held;
-    if (watch_) {
-      for (const HeldProcess& h : watch_->Held()) {
-        if (h.label != kClientLabel) held.push_back(h);
+    for (const bool servers : {false, true}) {
+      std::vector<ProcessId> roots;
+      std::vector<HeldProcess> held;
+      for (const auto& s : started_) {
+        if ((s.planned->role == PlannedProcess::kServerRole) != servers) continue;
+        roots.push_back(s.spawned.id);
+        for (const HeldProcess& h : watch_ ? watch_->Held() : std::vector<HeldProcess>{}) {
+          if (h.label != kClientLabel && h.label.rfind(s.planned->name, 0) == 0) held.push_back(h);
+        }
       }
+      if (roots.empty()) continue;
+      const StopReport r = StopTree(roots, servers ? std::vector<ProcessId>{} : known_, so, held);
+      std::fprintf(stderr, "ix-stepd: %s\n", r.Summary().c_str());
     }
-    const StopReport r = StopTree(roots, known_, so, held);
-    std::fprintf(stderr, "ix-stepd: %s\n", r.Summary().c_str());
   }
 
   // A failure: recorded, everything stopped, reported. Returns 1.

@@ -179,6 +179,20 @@ TEST(StepSrunArgv, ContainerByDefaultHostWithNoContainer) {
   EXPECT_EQ(StepSrunArgv(m, m.plan.entries[2], nowhere, m.client), host);
 }
 
+// A row with a KV offload backend: the plugin gets its tier and the DRAM
+// the matrix gave it.
+TEST(StepSrunArgv, TheRowsKvOffloadTierAndItsDram) {
+  SweepManifest m = OneEntrySweep();
+  PlannedEntry& e = m.plan.entries[2];
+  e.entry_json = R"({"kv-offloading":"dram","total-cpu-dram-gb":1424,"kv-offload-backend":{"name":"vllm-simple"}})";
+  const std::vector<std::string> argv = StepSrunArgv(m, e, [](const std::string&) { return false; }, m.client);
+  EXPECT_EQ(std::vector<std::string>(argv.begin() + 3, argv.begin() + 8),
+            (std::vector<std::string>{"--inferencex-recipe=r", "--inferencex-arm=dep4", "--inferencex-conc=64",
+                                      "--inferencex-kv-offload=vllm-simple", "--inferencex-kv-offload-dram-gb=1424"}));
+  e.entry_json = R"({"kv-offloading":"none","total-cpu-dram-gb":0})";
+  EXPECT_EQ(StepSrunArgv(m, e, [](const std::string&) { return false; }, m.client).size(), argv.size() - 2);
+}
+
 TEST(ContainerSettings, SquashAndModelDirsFromFlagsOrEnvironment) {
   const std::string dir = ::testing::TempDir() + "/squash-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);

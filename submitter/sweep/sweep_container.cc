@@ -1,9 +1,31 @@
 #include "submitter/sweep/sweep_container.h"
 
+#include <rapidjson/document.h>
+
 #include <filesystem>
 #include <set>
 
 namespace ix {
+
+namespace {
+
+// The plugin's KV offload options for the entry's row: its
+// kv-offload-backend and the DRAM the matrix gave it (total-cpu-dram-gb),
+// none for a row without one.
+std::vector<std::string> KvOffloadOptions(const PlannedEntry& e) {
+  rapidjson::Document d;
+  d.Parse(e.entry_json.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("kv-offload-backend")) return {};
+  const rapidjson::Value& b = d["kv-offload-backend"];
+  if (!b.IsObject() || !b.HasMember("name") || !b["name"].IsString()) return {};
+  std::vector<std::string> out = {std::string("--inferencex-kv-offload=") + b["name"].GetString()};
+  if (d.HasMember("total-cpu-dram-gb") && d["total-cpu-dram-gb"].IsInt64() && d["total-cpu-dram-gb"].GetInt64() > 0) {
+    out.push_back("--inferencex-kv-offload-dram-gb=" + std::to_string(d["total-cpu-dram-gb"].GetInt64()));
+  }
+  return out;
+}
+
+}  // namespace
 
 bool PathExistsOnDisk(const std::string& path) {
   std::error_code ec;
@@ -99,6 +121,7 @@ std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry
   argv.push_back("--inferencex-arm=" + e.arm);
   argv.push_back("--inferencex-conc=" + std::to_string(e.conc));
   if (e.eval_only) argv.push_back("--inferencex-eval-only");
+  for (std::string& a : KvOffloadOptions(e)) argv.push_back(std::move(a));
   const std::vector<std::string> client = e.nodes > 1 ? HeadOnly(client_argv) : client_argv;
   argv.insert(argv.end(), client.begin(), client.end());
   return argv;

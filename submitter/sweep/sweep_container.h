@@ -37,7 +37,8 @@ std::vector<std::string> DescribeImages(const SweepManifest& m, const PathExists
 // The argv of entry `e`'s step: srun --ntasks=1 --gres=gpu:G (across nodes:
 // srun -NN --ntasks-per-node=1 --kill-on-bad-exit=1 --gres=gpu:G, G per
 // node), Pyxis's options when the sweep uses containers and the entry has an
-// image, the plugin's --inferencex-* options, the client (`client_argv`,
+// image, the plugin's --inferencex-* options (with the row's KV offload
+// tier and its DRAM, --inferencex-kv-offload[-dram-gb]), the client (`client_argv`,
 // entry_client.h). Across nodes the client is wrapped by HeadOnly, so it
 // runs on the head only.
 std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry& e, const PathExists& exists,

@@ -176,7 +176,11 @@ void WriteAgg(const SweepManifest& m, const PlannedEntry& e, const std::string& 
   else std::printf("ixsubmit task: no InferenceX agg result: %s\n", agg.error().message.c_str());
 }
 
-bool IsAgentic(const EnvVars& contract) { return EnvValue(contract, "SCENARIO_TYPE") == "agentic-coding"; }
+// An agentic throughput entry: InferenceX runs the agentic aggregation for
+// it (an eval-only entry runs its evals instead).
+bool IsAgentic(const EnvVars& contract) {
+  return EnvValue(contract, "SCENARIO_TYPE") == "agentic-coding" && EnvValue(contract, "EVAL_ONLY") != "true";
+}
 
 // What InferenceX's replay does before the client starts: the node's UTC
 // offset for the power window (AIPerf writes its start and end times in

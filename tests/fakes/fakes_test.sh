@@ -713,6 +713,26 @@ RC=0
 grep -q "error: --node-rank 1 needs --headless" "$TMP/tpargs.err" && [[ $RC -eq 2 ]] || fail "tp node without --headless: status $RC"
 ok "tp x pp: a node without its head exits 1 naming --master-addr/--master-port; --node-rank 1 without --headless exits 2"
 
+# The Mooncake master: listens (and keeps what connects) on --port until
+# SIGTERM, exits 0; drift in its command line is exit 2; it can die on cue.
+MC=$(free_port)
+start mooncake "$BIN/mooncake_master" --port "$MC" --eviction_high_watermark_ratio=0.80 --eviction_ratio=0.10
+MCPID=$PID
+wait_for 5 log_has mooncake "listening on port $MC" || fail "mooncake_master did not listen"
+exec 7<>"/dev/tcp/127.0.0.1/$MC" || fail "mooncake_master refused a connection"
+wait_for 5 log_has mooncake "accepted a connection" || fail "mooncake_master did not accept"
+exec 7>&-
+kill -TERM "$MCPID"
+wait_exit "$MCPID" 5
+[[ $RC -eq 0 ]] || fail "mooncake_master: status $RC after SIGTERM"
+RC=0
+"$BIN/mooncake_master" --port "$MC" --eviction-ratio=0.1 >/dev/null 2>"$TMP/mcbad.err" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "unknown argument '--eviction-ratio=0.1'" "$TMP/mcbad.err" || fail "mooncake_master bad flag: status $RC"
+RC=0
+FAKE_MOONCAKE_EXIT_AFTER_S=0.2 "$BIN/mooncake_master" --port "$MC" >"$TMP/mcdie.log" 2>&1 || RC=$?
+[[ $RC -eq 1 ]] || fail "mooncake_master FAKE_MOONCAKE_EXIT_AFTER_S: status $RC"
+ok "mooncake_master: listens, accepts, stops on SIGTERM; unknown flags exit 2; dies on cue"
+
 for p in "${PIDS[@]}"; do
   alive "$p" && fail "process $p is left over"
 done

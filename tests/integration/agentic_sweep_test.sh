@@ -47,6 +47,10 @@ for ((i = 0; i < n; i++)); do
   if [[ $arm == dep4* ]]; then
     grep -q "^KV_OFFLOAD_BACKEND='vllm-simple'$" "$r/benchmark.env" || fail "dep4: KV_OFFLOAD_BACKEND"
     grep -q "^AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID='1'$" "$r/benchmark.env" || fail "dep4: no session affinity header"
+    # The row's DRAM tier reached the engine: the script's per-rank bytes.
+    grep -qs "SimpleCPUOffloadConnector.*356000000000" "$tmp"/vllm-*.json || fail "dep4: the engine did not get the vllm-simple tier"
+    [[ $(json "$r/$name.json" 'd["server_metrics"]["cache"]["cpu_cache_hit_rate"] is not None') == True ]] ||
+      fail "dep4: no offload-tier hit rate: $(json "$r/$name.json" 'd["server_metrics"]["cache"]')"
   fi
   if [[ $arm == dep432 ]]; then
     # Every rank served sessions and reused their cache: affinity shown,

@@ -117,7 +117,10 @@ RUN_BEFORE=$(run_dir_list)
 run_dir_clean() {
   local e
   for e in $(comm -13 <(echo "$RUN_BEFORE") <(run_dir_list)); do
-    [[ -d $RUN_DIR/$e ]] || continue  # the topology cache
+    # slurmstepd removes it in its exit hook, which can still run when the
+    # job has left the queue (seen once in CI: found, then empty): 5 s.
+    for _ in $(seq 50); do [[ -d $RUN_DIR/$e ]] || break; sleep 0.1; done
+    [[ -d $RUN_DIR/$e ]] || continue  # removed, or the topology cache
     if grep -q "step $e: backstop:" "$SLURMD_LOG" 2>/dev/null; then
       echo "     $1: $RUN_DIR/$e kept by the backstop (its record): $(grep -m1 "step $e: backstop:" "$SLURMD_LOG" | cut -c1-200)"
     else

@@ -51,6 +51,10 @@ expect_refused "bad conc" "--inferencex-conc=abc: expected a whole number from 1
 # Absurd values are refused in srun, not wrapped around in a job step.
 expect_refused "huge conc" "--inferencex-conc=4611686018427387904: expected a whole number from 1 to 1000000" \
   srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=4611686018427387904 true
+expect_refused "unknown KV offload tier" "--inferencex-kv-offload=lmcache: recipe $RECIPE serves no such KV offload tier; allowed: none, vllm-simple, mooncake" \
+  srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=8 --inferencex-kv-offload=lmcache true
+expect_refused "bad KV offload budget" "--inferencex-kv-offload-dram-gb=0: expected a number of GB from 1 to 1000000" \
+  srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=8 --inferencex-kv-offload=vllm-simple --inferencex-kv-offload-dram-gb=0 true
 expect_refused "huge ready timeout" "--inferencex-ready-timeout=4294967296: expected a number of seconds from 1 to 604800" \
   srun --inferencex-arm=tp4 --inferencex-recipe=$RECIPE --inferencex-conc=8 --inferencex-ready-timeout=4294967296 true
 expect_refused "sbatch unknown arm" "unknown arm; allowed: dep16, dep4, dep4-rankproc, tep4, tp4, tp8pp2" \
