@@ -488,7 +488,7 @@ class Supervision {
       if (checks.empty()) continue;
       ReadinessCheck health = checks[0];
       const bool joined = health.kind == ReadinessTemplate::Kind::kConnected;
-      if (!joined) health.kind = ReadinessTemplate::Kind::kHttpOk;
+      if (!joined && health.kind != ReadinessTemplate::Kind::kTcpListening) health.kind = ReadinessTemplate::Kind::kHttpOk;
       const ProbeResult pr = prober_.Probe(health, po);
       misses[i] = pr.ready ? 0 : misses[i] + 1;
       if (misses[i] >= o_.health_failures && joined) {

@@ -75,10 +75,12 @@ fault() {
   local name=$1 limit=$2; shift 2
   local arm=dep4
   if [[ $1 == --arm=* ]]; then arm=${1#--arm=}; shift; fi
+  local opts=()  # more --inferencex-* options, then the environment
+  while [[ ${1:-} == --inferencex-* ]]; do opts+=("$1"); shift; done
   mkdir -p "$tmp/$name"
   local start end rc
   start=$(date +%s%N)
-  env "$@" IX_RESULT_DIR="$tmp/$name" srun --gres=gpu:4 $(step_opts "$arm" 64) --inferencex-ready-timeout=3 \
+  env "$@" IX_RESULT_DIR="$tmp/$name" srun --gres=gpu:4 $(step_opts "$arm" 64) --inferencex-ready-timeout=3 "${opts[@]}" \
     sleep 60 >"$tmp/$name/srun.out" 2>"$tmp/$name/srun.err"; rc=$?
   end=$(date +%s%N)
   local ms=$(((end - start) / 1000000))
@@ -98,6 +100,24 @@ grep -q '"process":"engine-rank2' "$tmp/rank-process-crash/failure.json" ||
   fail "rank-process crash: failure.json does not name engine-rank2: $(cat "$tmp/rank-process-crash/failure.json")"
 grep -q "EngineCore" "$tmp/engine-core-crash/failure.json" || fail "crash: failure.json does not name the EngineCore"
 grep -q "not ready" "$tmp/never-ready/srun.err" || fail "never-ready: srun's stderr: $(cat "$tmp/never-ready/srun.err")"
+
+# The mooncake KV offload tier: its master listens on a leased port of the
+# range while the step runs (the config file in the run directory names it)
+# and is gone after; its death mid-run ends the step within 2 s, named.
+mkdir -p "$tmp/mooncake"
+IX_RESULT_DIR="$tmp/mooncake" srun --gres=gpu:4 $(step_opts tp4 8) --inferencex-kv-offload=mooncake \
+  --inferencex-kv-offload-dram-gb=1424 bash -c 'grep -o "127.0.0.1:[0-9]*" "$IX_RUN_DIR/mooncake_config.json" >"$IX_RESULT_DIR/addr"
+    exec 3<>"/dev/tcp/$(tr : / <"$IX_RESULT_DIR/addr")" && echo up >"$IX_RESULT_DIR/reached"' \
+  >"$tmp/mooncake/srun.out" 2>&1 || fail "mooncake: srun failed: $(tail -3 "$tmp/mooncake/srun.out")"
+port=$(cut -d: -f2 "$tmp/mooncake/addr" 2>/dev/null)
+[[ -f $tmp/mooncake/reached ]] && ((port >= PORT_LO && port <= PORT_HI)) ||
+  fail "mooncake: the master was not reachable on a port of $PORT_LO-$PORT_HI (${port:-none})"
+grep -q "received a stop signal" "$tmp/mooncake/mooncake_master.log" || fail "mooncake: the master was not stopped"
+check_clean mooncake
+fault mooncake-master-exit 2600 --arm=tp4 --inferencex-kv-offload=mooncake --inferencex-kv-offload-dram-gb=1424 \
+  FAKE_MOONCAKE_EXIT_AFTER_S=0.5
+grep -q '"process":"mooncake_master"' "$tmp/mooncake-master-exit/failure.json" ||
+  fail "mooncake master exit: failure.json does not name it: $(cat "$tmp/mooncake-master-exit/failure.json")"
 
 # 3. Two dep4 steps at once on GPUs 0-3 and 4-7: disjoint ports, NUMA 0 and 1.
 for i in 1 2; do
