@@ -309,8 +309,7 @@ Status MakeRunDir(spank_t sp, const PluginArgs& args, StepSetup& s, const std::s
   for (const auto& [name, text] : {std::pair{"plan.json", PlanToJson(s.plan, true)}, {"placement.json", placement_json}}) {
     if (Status w = WriteFileAtomicAt(dir, s.run_dir, name, text + "\n"); !w) return w.error();
   }
-  // A KV offload tier's files (the Mooncake config), plain names (the plan
-  // refuses others), rendered from the recipe: written as they are.
+  // A KV offload tier's files (the Mooncake config): plain names, as the plan checks.
   for (const PlannedFile& f : s.plan.files) {
     if (Status w = WriteFileAtomicAt(dir, s.run_dir, f.name, f.text); !w) return w.error();
   }
