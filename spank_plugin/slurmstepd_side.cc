@@ -222,8 +222,9 @@ Result<Recipe> RenderStep(spank_t sp, const PluginArgs& args, const StepOptions&
   s.request.eval_only = o.eval_only;
   s.request.kv_offload = o.kv_offload.value_or("");
   s.request.total_cpu_dram_gb = o.kv_offload_dram_gb.value_or(0);
-  // The tier's files are written there (MakeRunDir) before anything starts.
-  s.request.run_dir = args.run_dir + "/" + s.step_id;
+  // ix-stepd writes the tier's files there before anything starts.
+  const std::string results = JobEnv(sp, "IX_RESULT_DIR").value_or("");
+  s.request.result_dir = results.empty() ? args.run_dir + "/" + s.step_id + "/results" : results;
   s.ready_timeout_s = static_cast<int>(o.ready_timeout_s.value_or(3600));
   s.agent_socket = args.agent_socket;
   const Arm* arm = recipe.value().FindArm(s.request.arm);
@@ -308,10 +309,6 @@ Status MakeRunDir(spank_t sp, const PluginArgs& args, StepSetup& s, const std::s
   const int dir = g_handles.run_dir_fd;
   for (const auto& [name, text] : {std::pair{"plan.json", PlanToJson(s.plan, true)}, {"placement.json", placement_json}}) {
     if (Status w = WriteFileAtomicAt(dir, s.run_dir, name, text + "\n"); !w) return w.error();
-  }
-  // A KV offload tier's files (the Mooncake config): plain names, as the plan checks.
-  for (const PlannedFile& f : s.plan.files) {
-    if (Status w = WriteFileAtomicAt(dir, s.run_dir, f.name, f.text); !w) return w.error();
   }
   if (::fchown(dir, uid, gid) != 0) return Error{"cannot chown " + s.run_dir + ": " + std::strerror(errno)};
   return Ok{};

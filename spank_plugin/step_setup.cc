@@ -85,26 +85,42 @@ std::vector<GpuPlace> GpuPlacesFor(const LaunchPlan& plan, const Placement& plac
   return places;
 }
 
+namespace {
+
+// The union of every rank's CPUs, and their NUMA node when they share one
+// (`nodes`: the NUMA nodes of the step's GPUs).
+BindingTarget AllRanks(const Placement& placement, std::set<int>& nodes) {
+  BindingTarget t;
+  for (const RankPlacement& r : placement.ranks) {
+    nodes.insert(r.numa);
+    t.cpus.insert(t.cpus.end(), r.cpus.begin(), r.cpus.end());
+  }
+  std::sort(t.cpus.begin(), t.cpus.end());
+  t.cpus.erase(std::unique(t.cpus.begin(), t.cpus.end()), t.cpus.end());
+  if (nodes.size() == 1) t.numa = *nodes.begin();
+  return t;
+}
+
+}  // namespace
+
 Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const LaunchPlan& plan,
                                                                        const Placement& placement) {
   std::vector<std::pair<std::string, BindingTarget>> out;
   if (placement.ranks.empty()) return out;
   const BindingTarget rank0 = BindingTargetOf(placement.ranks[0]);
+  std::set<int> nodes;
+  const BindingTarget all = AllRanks(placement, nodes);
+  const auto shared = [&](const PlannedProcess& p) {
+    // A tier's server serves every rank; the router is rank 0's neighbour.
+    return p.role == PlannedProcess::kServerRole ? all : rank0;
+  };
   if (plan.dp_layout == DpLayout::kRankProcess) {
     for (const PlannedProcess& p : plan.processes) {
       const bool own = p.rank >= 0 && static_cast<size_t>(p.rank) < placement.ranks.size();
-      out.emplace_back(p.name, own ? BindingTargetOf(placement.ranks[static_cast<size_t>(p.rank)]) : rank0);
+      out.emplace_back(p.name, own ? BindingTargetOf(placement.ranks[static_cast<size_t>(p.rank)]) : shared(p));
     }
     return out;
   }
-  std::set<int> nodes;
-  std::vector<int> cpus;
-  for (const RankPlacement& r : placement.ranks) {
-    nodes.insert(r.numa);
-    cpus.insert(cpus.end(), r.cpus.begin(), r.cpus.end());
-  }
-  std::sort(cpus.begin(), cpus.end());
-  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
   if (nodes.size() > 1 && !plan.worker_numa_flags) {
     std::vector<int> v(nodes.begin(), nodes.end());
     return Error{plan.arm + ": the ranks of the single engine process span NUMA nodes " +
@@ -113,15 +129,8 @@ Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const Lau
                  "dp_layout: rank-process, or --inferencex-placement=warn"};
   }
   for (const PlannedProcess& p : plan.processes) {
-    if (p.name != "engine") {
-      out.emplace_back(p.name, rank0);
-      continue;
-    }
-    BindingTarget t;
-    t.cpus = cpus;
     // Spanning nodes, the engine binds each worker's memory itself.
-    if (nodes.size() == 1) t.numa = *nodes.begin();
-    out.emplace_back(p.name, t);
+    out.emplace_back(p.name, p.name == "engine" ? all : shared(p));
   }
   return out;
 }

@@ -42,7 +42,9 @@ struct StepSetup {
 // their NUMA node when they share one; when they span nodes, to the CPUs
 // only if the plan carries the recipe's per-worker NUMA flags
 // (plan.worker_numa_flags), else an Error (never silently bind all ranks to
-// one node). Every other process (the router) gets rank 0's.
+// one node). A KV offload tier's server (the Mooncake master) serves every
+// rank: the union of their CPUs, and their NUMA node when they share one.
+// Every other process (the router) gets rank 0's.
 Result<std::vector<std::pair<std::string, BindingTarget>>> BindingsFor(const LaunchPlan& plan,
                                                                        const Placement& placement);
 

@@ -53,6 +53,30 @@ TEST(StepSetup, RanksOnSeveralNodesAreNeverSilentlyBoundToOne) {
   EXPECT_NE(b.error().message.find("span NUMA nodes 0-1"), std::string::npos) << b.error().message;
 }
 
+// A tier's server serves every rank: bound to all their CPUs, and to their
+// NUMA node only when they share one.
+TEST(StepSetup, ATiersServerIsBoundToEveryRanksCpusAndTheirNode) {
+  LaunchPlan plan = Dep4Setup().plan;
+  PlannedProcess master;
+  master.name = "mooncake_master";
+  master.role = PlannedProcess::kServerRole;
+  plan.processes.insert(plan.processes.begin(), master);
+  for (const DpLayout layout : {DpLayout::kRankProcess, DpLayout::kEngine}) {
+    plan.dp_layout = layout;
+    auto b = BindingsFor(plan, TwoRanksOn(1, 1));
+    ASSERT_TRUE(b.ok()) << b.error().message;
+    EXPECT_EQ(b.value()[0].first, "mooncake_master");
+    EXPECT_EQ(b.value()[0].second.cpus, (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_EQ(b.value()[0].second.numa, 1);
+    EXPECT_EQ(b.value().back().second.cpus, (std::vector<int>{0, 1}));  // the router: rank 0's
+  }
+  plan.dp_layout = DpLayout::kRankProcess;
+  auto spanning = BindingsFor(plan, TwoRanksOn(0, 1));
+  ASSERT_TRUE(spanning.ok()) << spanning.error().message;
+  EXPECT_EQ(spanning.value()[0].second.cpus, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_FALSE(spanning.value()[0].second.numa.has_value());
+}
+
 TEST(StepSetup, StepdArgvCarriesThePlanFileAndEveryBinding) {
   StepSetup s = Dep4Setup();
   s.bindings = {{"engine", BindingTarget{{0, 1, 2, 3}, 0}}};

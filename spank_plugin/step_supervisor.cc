@@ -18,6 +18,7 @@
 #include "core/process/process.h"
 #include "core/process/process_watch.h"
 #include "core/process/readiness.h"
+#include "spank_plugin/step_processes.h"
 #include "spank_plugin/step_records.h"
 
 namespace ix {
@@ -58,102 +59,7 @@ struct Started {
 constexpr const char* kClientLabel = "client";
 constexpr const char* kOwnerLabel = "slurmstepd";
 
-// SIGKILL to the client tasks and everything they started (on a failure),
-// but never to ix-stepd (task 0's child) or what it started: the stop
-// handles those. Slurm's end of the tasks (proctrack) is no substitute: a
-// grandchild orphaned by its parent's death leaves the tree proctrack/linuxproc
-// walks, and when slurmstepd is gone there is no proctrack at all.
-void KillClientTrees(const std::vector<pid_t>& clients) {
-  Result<std::vector<ProcessInfo>> table = ListProcesses();
-  if (!table) {
-    std::fprintf(stderr, "ix-stepd: %s: killing the client tasks only\n", table.error().message.c_str());
-    for (pid_t c : clients) {
-      if (c > 1) ::kill(c, SIGKILL);
-    }
-    return;
-  }
-  const pid_t self = ::getpid();
-  std::set<pid_t> ours{self};
-  for (const ProcessInfo& p : DescendantsIn(table.value(), self)) ours.insert(p.pid);
-  std::vector<ProcessInfo> victims;
-  for (pid_t c : clients) {
-    if (c <= 1) continue;
-    for (const ProcessInfo& p : table.value()) {
-      if (p.pid == c) victims.push_back(p);
-    }
-    for (const ProcessInfo& p : DescendantsIn(table.value(), c)) {
-      if (!ours.count(p.pid)) victims.push_back(p);
-    }
-  }
-  std::string names;
-  for (const ProcessInfo& p : victims) {
-    if (p.exited() || RealProcessSystem().Signal(p.id(), SIGKILL) != 0) continue;
-    names += (names.empty() ? "" : ", ") + p.comm + " (" + std::to_string(p.pid) + ")";
-  }
-  std::fprintf(stderr, "ix-stepd: SIGKILL to the client tasks: %s\n", names.empty() ? "none left" : names.c_str());
-}
-
 }  // namespace
-
-std::vector<std::string> EngineMetricsUrls(const LaunchPlan& plan) {
-  std::vector<std::string> urls;
-  for (const PlannedProcess& p : plan.processes) {
-    if ((p.name != "engine" && p.name.rfind("engine-", 0) != 0) || p.readiness.empty()) continue;
-    const std::string& u = p.readiness.front().url;
-    const size_t scheme = u.find("://");
-    if (scheme == std::string::npos) continue;
-    urls.push_back(u.substr(0, u.find('/', scheme + 3)) + "/metrics");
-  }
-  return urls;
-}
-
-std::string NarrowVisibleDevices(const std::optional<std::string>& visible, const std::vector<int64_t>& gpus) {
-  std::vector<std::string> ids;
-  if (visible && !visible->empty()) {
-    size_t start = 0;
-    while (start <= visible->size()) {
-      const size_t comma = visible->find(',', start);
-      ids.push_back(visible->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  std::string out;
-  for (int64_t g : gpus) {
-    const std::string id = ids.empty() ? std::to_string(g)
-                           : g >= 0 && static_cast<size_t>(g) < ids.size() ? ids[static_cast<size_t>(g)]
-                                                                           : std::to_string(g);
-    out += (out.empty() ? "" : ",") + id;
-  }
-  return out;
-}
-
-std::string LogTail(int dir, const std::string& name, int lines) {
-  // Only the end of the file: a server log can be large.
-  constexpr off_t kTail = 64 * 1024;
-  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return "";
-  struct stat st{};
-  std::string text;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    const off_t from = st.st_size > kTail ? st.st_size - kTail : 0;
-    text.resize(static_cast<size_t>(st.st_size - from));
-    const ssize_t n = ::pread(fd, text.data(), text.size(), from);
-    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  }
-  ::close(fd);
-  size_t pos = text.size();
-  if (pos > 0 && text[pos - 1] == '\n') --pos;
-  for (int n = 0; n < lines && pos > 0; ++n) {
-    const size_t nl = text.rfind('\n', pos - 1);
-    if (nl == std::string::npos) {
-      pos = 0;
-      break;
-    }
-    pos = nl;
-  }
-  return text.substr(pos == 0 ? 0 : pos + 1);
-}
 
 namespace {
 
@@ -223,7 +129,7 @@ class Supervision {
     // The record first: whoever sees the client die (srun, a test, the
     // sweep) finds failure.json already there.
     FailureRecord own{failed_process_, failed_pid_, reason, "", "", -1, failed_ms_ > 0 ? failed_ms_ : UnixMsNow()};
-    if (!failed_log_.empty()) own.log_tail = LogTail(o_.result_dir_fd, failed_log_, 50);
+    if (!failed_log_.empty()) own.log_tail = TailLinesAt(o_.result_dir_fd, failed_log_, 50);
     if (plan_.nodes > 1) {
       own.node = o_.node_name;
       own.node_rank = plan_.node_rank;
@@ -354,6 +260,18 @@ class Supervision {
     return spec;
   }
 
+  // A KV offload tier's files (the Mooncake config), written as the job
+  // user into the result directory, where the recipe's RESULT_DIR names them
+  // for the servers (their working directory, reachable in a container).
+  std::optional<int> WriteFiles() {
+    if (plan_.files.empty()) return std::nullopt;
+    if (o_.result_dir_fd < 0) return Fail("the plan has files to write (" + plan_.files[0].name + ") and the step no result directory");
+    for (const PlannedFile& f : plan_.files) {
+      if (Status w = WriteFileAtomicAt(o_.result_dir_fd, o_.result_dir, f.name, f.text); !w) return Fail(w.error().message);
+    }
+    return std::nullopt;
+  }
+
   // The plan's processes, in order, each watched; what each got of its
   // binding goes to placement-obtained.json.
   std::optional<int> StartAll() {
@@ -363,8 +281,15 @@ class Supervision {
     const std::vector<std::string> base_env = CurrentEnvironment();
     const std::optional<std::string> visible = FindEnv(base_env, "CUDA_VISIBLE_DEVICES");
     SetState(o_, "starting");
+    if (std::optional<int> end = WriteFiles()) return *end;
+    ready_deadline_ = Clock::now() + o_.ready_timeout;
     std::vector<std::pair<std::string, Result<ProcBinding>>> obtained;
     for (const PlannedProcess& p : plan_.processes) {
+      // A tier's servers are ready before the engine that connects to them starts.
+      const bool server = p.role == PlannedProcess::kServerRole;
+      if (!server && ready_checked_ < started_.size()) {
+        if (std::optional<int> end = AwaitReady()) return *end;
+      }
       const SpawnSpec spec = SpecFor(p, base_env, visible, machine);
       Result<SpawnedProcess> s = Spawn(spec);
       if (!s) {
@@ -432,14 +357,15 @@ class Supervision {
     return std::nullopt;
   }
 
-  // Readiness, process by process, in plan order (engine, then router). A
-  // stop or the client's exit meanwhile ends the run cleanly.
+  // Readiness of the processes started and not yet checked, one by one, in
+  // plan order (servers, engine, router), within ready_timeout of the start.
+  // A stop or the client's exit meanwhile ends the run cleanly.
   std::optional<int> AwaitReady() {
     ReadyAbort why;
-    const auto deadline = Clock::now() + o_.ready_timeout;
-    for (const Started& s : started_) {
+    for (; ready_checked_ < started_.size(); ++ready_checked_) {
+      const Started& s = started_[ready_checked_];
       WaitReadyOptions wo;
-      wo.deadline = deadline;
+      wo.deadline = ready_deadline_;
       wo.interval = o_.probe_interval;
       wo.abort = [&] { return AbortReason(why); };
       Status r = WaitReady(s.planned->readiness, wo, prober_);
@@ -580,6 +506,8 @@ class Supervision {
   std::optional<ProcessWatch> watch_;
   std::vector<std::unique_ptr<PreparedBinding>> prepared_;  // alive while processes are spawned
   std::vector<Started> started_;
+  size_t ready_checked_ = 0;  // started_[0, ready_checked_) passed their readiness checks
+  Clock::time_point ready_deadline_;
   std::vector<ProcessId> known_;  // descendants seen at readiness
   bool ready_ = false;
   const int64_t started_ms_ = UnixMsNow();

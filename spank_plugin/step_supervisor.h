@@ -78,16 +78,4 @@ struct SupervisorOptions {
 int RunSupervisor(const LaunchPlan& plan, const SupervisorOptions& options,
                   volatile const sig_atomic_t* stop_requested);
 
-// Each engine's /metrics (the vLLM API servers: processes named engine or
-// engine-*), from the origin of its first readiness URL, for the agent's
-// hang detection: "http://localhost:20001/metrics".
-std::vector<std::string> EngineMetricsUrls(const LaunchPlan& plan);
-
-// CUDA_VISIBLE_DEVICES for a process serving `gpus` (step-local indices)
-// when the step sees `visible` ("" or unset: the indices themselves).
-std::string NarrowVisibleDevices(const std::optional<std::string>& visible, const std::vector<int64_t>& gpus);
-
-// The last `lines` lines of file NAME under directory DIR ("" when unreadable).
-std::string LogTail(int dir, const std::string& name, int lines);
-
 }  // namespace ix

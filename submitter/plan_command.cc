@@ -24,7 +24,7 @@ const char kUsage[] =
     "K's (0, the head, by default), with the head's address HEAD_ADDR unless\n"
     "--head-addr gives one. --kv-offload adds a KV offload tier (its files, its\n"
     "servers started before the engine, its engine args, env and host memory),\n"
-    "sized by --total-cpu-dram-gb; the run directory is the placeholder RUN_DIR.\n"
+    "sized by --total-cpu-dram-gb; the result directory is the placeholder RESULT_DIR.\n"
     "\n"
     "Options:\n";
 

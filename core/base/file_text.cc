@@ -96,4 +96,32 @@ Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t 
   return Ok{};
 }
 
+std::string TailLinesAt(int dir, const std::string& name, int lines) {
+  // Only the end of the file: a server log can be large.
+  constexpr off_t kTail = 64 * 1024;
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st{};
+  std::string text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const off_t from = st.st_size > kTail ? st.st_size - kTail : 0;
+    text.resize(static_cast<size_t>(st.st_size - from));
+    const ssize_t n = ::pread(fd, text.data(), text.size(), from);
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  ::close(fd);
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  for (int n = 0; n < lines && pos > 0; ++n) {
+    const size_t nl = text.rfind('\n', pos - 1);
+    if (nl == std::string::npos) {
+      pos = 0;
+      break;
+    }
+    pos = nl;
+  }
+  return text.substr(pos == 0 ? 0 : pos + 1);
+}
+
+
 }  // namespace ix

@@ -30,4 +30,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t 
 Status WriteFileAtomicAt(int dir, const std::string& where, const std::string& name, const std::string& text,
                          mode_t mode = 0644);
 
+// The last `lines` lines of the regular file NAME under DIR, read from its
+// last 64 KiB only (a server's log can be large); "" when unreadable.
+std::string TailLinesAt(int dir, const std::string& name, int lines);
+
 }  // namespace ix

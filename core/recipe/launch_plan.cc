@@ -544,7 +544,7 @@ Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request) {
   names.value().insert(names.value().end(), step.value().begin(), step.value().end());
   request.ports = PlaceholderPorts(names.value());
   if (request.head_addr.empty()) request.head_addr = "HEAD_ADDR";
-  if (request.run_dir.empty()) request.run_dir = "RUN_DIR";
+  if (request.result_dir.empty()) request.result_dir = "RESULT_DIR";
   return RenderPlan(recipe, request);
 }
 

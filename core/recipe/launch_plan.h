@@ -132,11 +132,13 @@ struct RenderRequest {
   // The KV offload tier ("" or "none": none), one the recipe serves; its
   // ports must be in `ports` too (PortNames with the tier). The host DRAM
   // budget in GB (InferenceX's TOTAL_CPU_DRAM_GB), required (> 0) when the
-  // tier's templates use it; the step's run directory as its processes see
-  // it, required when they use RUN_DIR (RenderDryRun: "RUN_DIR").
+  // tier's templates use it; the step's result directory as its processes
+  // see it (the servers' working directory, mounted at the same path in a
+  // container), where ix-stepd writes the tier's files, required when they
+  // use RESULT_DIR (RenderDryRun: "RESULT_DIR").
   std::string kv_offload;
   int64_t total_cpu_dram_gb = 0;
-  std::string run_dir;
+  std::string result_dir;
 };
 
 // The port names the arm needs, in order: its ports, then each rank port
@@ -152,7 +154,7 @@ PortList PlaceholderPorts(const std::vector<std::string>& names);
 
 Result<LaunchPlan> RenderPlan(const Recipe& recipe, const RenderRequest& request);
 // RenderPlan for a plan that is not running: the arm's ports get
-// PlaceholderPorts (request.ports is ignored); an empty run_dir is "RUN_DIR".
+// PlaceholderPorts (request.ports is ignored); an empty result_dir is "RESULT_DIR".
 Result<LaunchPlan> RenderDryRun(const Recipe& recipe, RenderRequest request);
 
 // Smallest power of two >= n, capped at `cap` (n >= 1).

@@ -127,7 +127,7 @@ Result<std::vector<std::pair<std::string, std::string>>> KvOffloadBuiltinValues(
                  std::to_string(kMaxGb) + "), got " + std::to_string(req.total_cpu_dram_gb) +
                  " (ixsubmit plan --total-cpu-dram-gb N; a sweep takes it from the row's dram-utilization)"};
   }
-  if (tier.Needs("RUN_DIR") && req.run_dir.empty()) return Error{what + " writes files and needs the step's run directory"};
+  if (tier.Needs("RESULT_DIR") && req.result_dir.empty()) return Error{what + " writes files and needs the step's result directory"};
   // InferenceX: GPU_COUNT = TP x PCP_SIZE, the GPUs of the row (its TP is
   // 4 for DEP4); here the GPUs of the arm, all nodes of it.
   const int64_t gpus = arm.gpus * arm.nodes;
@@ -139,7 +139,7 @@ Result<std::vector<std::pair<std::string, std::string>>> KvOffloadBuiltinValues(
   out.emplace_back("KV_OFFLOAD_GB_PER_RANK", std::to_string(total / gpus));
   // DP attention keeps eager offload so block hashes agree across ranks.
   out.emplace_back("KV_LAZY_OFFLOAD", arm.dp > 1 ? "false" : "true");
-  out.emplace_back("RUN_DIR", req.run_dir);
+  out.emplace_back("RESULT_DIR", req.result_dir);
   return out;
 }
 

@@ -25,7 +25,7 @@ Result<const KvOffloadTier*> SelectKvOffload(const Recipe& recipe, const std::st
 
 // The tier builtins' values for `arm` (KvOffloadBuiltins in recipe.h), or an
 // error when the tier uses the DRAM budget and none (> 0) was given, or
-// RUN_DIR and no run directory was.
+// RESULT_DIR and no result directory was.
 Result<std::vector<std::pair<std::string, std::string>>> KvOffloadBuiltinValues(const KvOffloadTier& tier,
                                                                               const Arm& arm,
                                                                               const RenderRequest& request);

@@ -46,7 +46,7 @@ class KvOffloadPlanTest : public ::testing::Test {
     req.conc = 64;
     req.kv_offload = tier;
     req.total_cpu_dram_gb = gb;
-    req.run_dir = "/run/ix/step-1";
+    req.result_dir = "/run/ix/step-1";
     Result<std::vector<std::string>> names = PortNames(recipe_, arm, tier);
     if (!names) return names.error();
     req.ports = PlaceholderPorts(names.value());
@@ -164,16 +164,16 @@ TEST_F(KvOffloadPlanTest, RenderErrorsNameWhatIsAllowed) {
   req.conc = 8;
   req.kv_offload = "mooncake";
   req.total_cpu_dram_gb = 1424;
-  req.run_dir = "/run";
+  req.result_dir = "/run";
   req.ports = PlaceholderPorts(PortNames(recipe_, "tp4").value());
   p = RenderPlan(recipe_, req);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.error().message.find("no port number given for MOONCAKE_MASTER_PORT"), std::string::npos);
   req.ports = PlaceholderPorts(PortNames(recipe_, "tp4", "mooncake").value());
-  req.run_dir = "";
+  req.result_dir = "";
   p = RenderPlan(recipe_, req);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.error().message.find("needs the step's run directory"), std::string::npos);
+  EXPECT_NE(p.error().message.find("needs the step's result directory"), std::string::npos);
   // Servers across nodes are refused; vllm-simple across nodes renders.
   req = RenderRequest{};
   req.arm = "dep16";

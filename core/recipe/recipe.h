@@ -252,8 +252,9 @@ const std::vector<std::string>& BuiltinVariables();
 // KV_OFFLOAD_BYTES_PER_RANK (TOTAL_CPU_DRAM_GB x 10^9 / GPU_COUNT),
 // KV_OFFLOAD_GB_PER_RANK (TOTAL_CPU_DRAM_GB / GPU_COUNT), both integer
 // divisions as InferenceX's launch script does them, KV_LAZY_OFFLOAD
-// ("false" with DP attention, dp > 1, else "true") and RUN_DIR (the step's
-// run directory, where the tier's files are).
+// ("false" with DP attention, dp > 1, else "true") and RESULT_DIR (the step's
+// result directory, where ix-stepd writes the tier's files, as InferenceX's
+// launch script writes its Mooncake config).
 const std::vector<std::string>& KvOffloadBuiltins();
 // The names a per_gpu item of engine.numa_flags renders against: the GPU's
 // NUMA node and its CPU share in list syntax ("0-15,64-79").

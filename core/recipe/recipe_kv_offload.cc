@@ -307,7 +307,7 @@ std::vector<ReadinessTemplate> LoadReadinessList(const YamlReader& r, uint32_t l
 
 const std::vector<std::string>& KvOffloadBuiltins() {
   static const std::vector<std::string> kNames = {"TOTAL_CPU_DRAM_GB",      "GPU_COUNT",       "KV_OFFLOAD_BYTES_PER_RANK",
-                                                  "KV_OFFLOAD_GB_PER_RANK", "KV_LAZY_OFFLOAD", "RUN_DIR"};
+                                                  "KV_OFFLOAD_GB_PER_RANK", "KV_LAZY_OFFLOAD", "RESULT_DIR"};
   return kNames;
 }
 

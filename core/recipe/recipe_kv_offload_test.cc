@@ -24,7 +24,7 @@ kv_offload:
       - --cfg
       - '{"bytes": ${KV_OFFLOAD_BYTES_PER_RANK}, "lazy": ${KV_LAZY_OFFLOAD}, "arm": "${ARM}"}'
       - {when: OPT, args: [--opt, "${OPT}"]}
-    engine_env: {CFG: "${RUN_DIR}/c.json"}
+    engine_env: {CFG: "${RESULT_DIR}/c.json"}
     files:
       - {name: c.json, text: "{\"master\": \"${ADDR}\", \"seg\": \"${SEG}\"}\n"}
     servers:
@@ -58,7 +58,7 @@ TEST(RecipeKvOffload, ATierLoadsAndRenders) {
   const KvOffloadTier& t = r.value().kv_offload.at(0);
   EXPECT_EQ(t.Ports(), std::vector<std::string>{"MASTER_PORT"});
   EXPECT_EQ(t.needs, (std::vector<std::string>{"GPU_COUNT", "KV_OFFLOAD_BYTES_PER_RANK", "KV_OFFLOAD_GB_PER_RANK",
-                                               "KV_LAZY_OFFLOAD", "RUN_DIR"}));
+                                               "KV_LAZY_OFFLOAD", "RESULT_DIR"}));
   EXPECT_EQ(t.servers.at(0).log, "master.log");
   RenderRequest req;
   req.arm = "dp2";
@@ -74,7 +74,7 @@ TEST(RecipeKvOffload, ATierLoadsAndRenders) {
   EXPECT_EQ(p.value().processes.at(1).argv,
             (std::vector<std::string>{"serve", "--port", "20000", "--cfg",
                                       R"({"bytes": 3500000000, "lazy": false, "arm": "dp2"})", "--opt", "x"}));
-  EXPECT_EQ(p.value().processes.at(1).env, (EnvList{{"CFG", "RUN_DIR/c.json"}}));
+  EXPECT_EQ(p.value().processes.at(1).env, (EnvList{{"CFG", "RESULT_DIR/c.json"}}));
   EXPECT_EQ(p.value().files.at(0).text, "{\"master\": \"127.0.0.1:20001\", \"seg\": \"3GB\"}\n");
   ASSERT_EQ(p.value().host_memory.size(), 2u);
   EXPECT_EQ(p.value().host_memory[0].bytes_each, 3000000000u);

@@ -7,7 +7,10 @@
 // not know, a missing or bad value, or a port it cannot bind is an error
 // (exit 2 or 1, naming it), so a recipe that drifts from the real command
 // line shows. FAKE_MOONCAKE_EXIT_AFTER_S=S makes it exit 1 S seconds after
-// it started listening (a master that dies mid-run).
+// it started listening (a master that dies mid-run);
+// FAKE_MOONCAKE_LISTEN_AFTER_S=S makes it listen only S seconds after its
+// start (a master slow to come up: an engine started before it is ready
+// cannot join it).
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -91,6 +94,9 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
+  if (const char* s = std::getenv("FAKE_MOONCAKE_LISTEN_AFTER_S")) {
+    if (const auto delay = ixfake::parse_seconds(s)) ixfake::sleep_s(*delay);
+  }
   const int fd = Listen(port);
   if (fd < 0) {
     std::fprintf(stderr, "mooncake_master (fake): cannot listen on port %d: %s\n", port, std::strerror(errno));

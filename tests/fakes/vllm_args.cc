@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "fake_common.h"
+#include "vllm_mooncake.h"
 
 namespace ixfake::vllm {
 namespace {
@@ -164,6 +165,23 @@ void check_config_flags(const LooseArgs& args) {
   }
 }
 
+// The Mooncake store's config and master, as the real connector needs them
+// (vllm_mooncake.h): any problem stops the engine. The tier holds this
+// worker's global segment unless FAKE_VLLM_MOONCAKE_BYTES sizes it.
+void join_store(KvCacheConfig& kv, const Switches& sw) {
+  MooncakeStoreConfig store;
+  if (std::string err = join_mooncake_store(store, 2.0); !err.empty()) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    std::exit(1);
+  }
+  if (sw.mooncake_bytes) return;
+  kv.cpu_blocks = store.segment_bytes / kv.bytes_per_block;
+  if (kv.cpu_blocks < 1) {
+    std::fprintf(stderr, "the Mooncake global_segment_size (%lld bytes) is less than one KV block\n", store.segment_bytes);
+    std::exit(1);
+  }
+}
+
 // The KV cache's flags (vllm_kv_config.h) with the switches that size it;
 // a configuration vLLM would refuse is a usage error.
 KvCacheConfig read_kv_cache(const LooseArgs& args, const Switches& sw) {
@@ -183,6 +201,7 @@ KvCacheConfig read_kv_cache(const LooseArgs& args, const Switches& sw) {
   f.env_mooncake_bytes = sw.mooncake_bytes;
   KvCacheConfig kv;
   if (std::string err = make_kv_config(f, kv); !err.empty()) usage_error(err);
+  if (kv.tier == TierKind::kMooncakeStore) join_store(kv, sw);
   return kv;
 }
 

@@ -20,7 +20,7 @@ inline constexpr long long kDefaultGpuBlocks = 20480;
 // an MLA model (~70 KB) and a GQA 70B (~320 KB), so the tier sizes given in
 // bytes by real recipes become plausible block counts.
 inline constexpr long long kKvBytesPerToken = 65536;
-// The Mooncake store's capacity per rank without FAKE_VLLM_MOONCAKE_BYTES
+// The Mooncake store's capacity per rank until its config is read (vllm_mooncake.h)
 // (the real store is sized outside vLLM, in its master's configuration).
 inline constexpr long long kDefaultMooncakeBytes = 64LL << 30;
 // The GPU<->CPU copy bandwidth behind vllm:kv_offload_time_* (PCIe 5 x16,

@@ -102,17 +102,30 @@ grep -q "EngineCore" "$tmp/engine-core-crash/failure.json" || fail "crash: failu
 grep -q "not ready" "$tmp/never-ready/srun.err" || fail "never-ready: srun's stderr: $(cat "$tmp/never-ready/srun.err")"
 
 # The mooncake KV offload tier: its master listens on a leased port of the
-# range while the step runs (the config file in the run directory names it)
-# and is gone after; its death mid-run ends the step within 2 s, named.
+# range while the step runs (the config file ix-stepd wrote into the result
+# directory names it), ready before the engine starts (the fake engine
+# connects to it at start-up, as the store does), bound as the engine is,
+# and gone after; its death mid-run ends the step within 2 s, named.
 mkdir -p "$tmp/mooncake"
-IX_RESULT_DIR="$tmp/mooncake" srun --gres=gpu:4 $(step_opts tp4 8) --inferencex-kv-offload=mooncake \
-  --inferencex-kv-offload-dram-gb=1424 bash -c 'grep -o "127.0.0.1:[0-9]*" "$IX_RUN_DIR/mooncake_config.json" >"$IX_RESULT_DIR/addr"
-    exec 3<>"/dev/tcp/$(tr : / <"$IX_RESULT_DIR/addr")" && echo up >"$IX_RESULT_DIR/reached"' \
+IX_RESULT_DIR="$tmp/mooncake" FAKE_MOONCAKE_LISTEN_AFTER_S=0.5 srun --gres=gpu:4 $(step_opts tp4 8) --inferencex-kv-offload=mooncake \
+  --inferencex-kv-offload-dram-gb=1424 bash -c 'grep -o "127.0.0.1:[0-9]*" "$IX_RESULT_DIR/mooncake_config.json" >"$IX_RESULT_DIR/addr"
+    exec 3<>"/dev/tcp/$(tr : / <"$IX_RESULT_DIR/addr")" && echo up >"$IX_RESULT_DIR/reached"
+    cp "$IX_RUN_DIR/placement-obtained.json" "$IX_RUN_DIR/stepd.log" "$IX_RESULT_DIR/"' \
   >"$tmp/mooncake/srun.out" 2>&1 || fail "mooncake: srun failed: $(tail -3 "$tmp/mooncake/srun.out")"
 port=$(cut -d: -f2 "$tmp/mooncake/addr" 2>/dev/null)
 [[ -f $tmp/mooncake/reached ]] && ((port >= PORT_LO && port <= PORT_HI)) ||
   fail "mooncake: the master was not reachable on a port of $PORT_LO-$PORT_HI (${port:-none})"
 grep -q "received a stop signal" "$tmp/mooncake/mooncake_master.log" || fail "mooncake: the master was not stopped"
+python3 - "$tmp/mooncake" <<'PY' || fail "mooncake: start order, binding or the engine's connection"
+import json, sys
+d = sys.argv[1]
+log = open(d + "/stepd.log").read()
+assert log.index("started mooncake_master") < log.index("started engine"), log
+# Two connections: the engine's (kept) and the client's probe.
+assert open(d + "/mooncake_master.log").read().count("accepted a connection") >= 2
+got = json.load(open(d + "/placement-obtained.json"))
+assert got["mooncake_master"].get("cpus") == got["engine"].get("cpus"), got
+PY
 check_clean mooncake
 fault mooncake-master-exit 2600 --arm=tp4 --inferencex-kv-offload=mooncake --inferencex-kv-offload-dram-gb=1424 \
   FAKE_MOONCAKE_EXIT_AFTER_S=0.5
