@@ -216,6 +216,7 @@ class Generator {
           base.ss = &s;
           base.runner = &c.runner;
           base.total_cpu_dram_gb = dram.value();
+          if (s.kv_offloading == "dram") base.hardware = runners_.FindHardware(c.runner);
           if (fixed && c.multinode) {
             base.kind = EntryKind::kMultiFixed;
             base.concs = std::move(concs);

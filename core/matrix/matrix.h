@@ -42,6 +42,9 @@ struct MatrixEntry {
   std::vector<int64_t> concs;  // multinode entries
   int64_t name_conc = 0;       // the concurrency an agentic exp-name carries
   int64_t total_cpu_dram_gb = 0;
+  // The runner's hardware entry, for a kv-offloading: dram row (else null):
+  // the sweep checks the step's host memory against it.
+  const RunnerHardware* hardware = nullptr;
   RunEval run_eval = RunEval::kAbsent;
   bool eval_only = false;
   bool has_eval_conc = false;

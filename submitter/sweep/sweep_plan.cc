@@ -4,6 +4,7 @@
 
 #include "core/recipe/launch_plan.h"
 #include "core/matrix/matrix_json.h"
+#include "core/node/topology.h"
 #include "core/yaml/yaml_reader.h"
 #include "submitter/sweep/multinode_arm.h"
 
@@ -71,16 +72,45 @@ Result<const Recipe*> RecipeFor(const PlanContext& ctx, const MatrixEntry& e) {
   return &ctx.index.recipes.at(r->second);
 }
 
-// Whether `recipe` renders `arm` at `conc`: a concurrency the recipe
-// refuses (dep4 at an odd one) is found here, not an hour into the sweep.
-Status CheckRenders(const Recipe& recipe, const std::string& arm, int64_t conc, bool eval_only) {
+// Whether `recipe` renders `arm` at `conc`, with the row's KV offload tier
+// and DRAM when it has one: a concurrency the recipe refuses (dep4 at an
+// odd one) or a tier's bad template is found here, not an hour into the
+// sweep.
+Result<LaunchPlan> CheckRenders(const Recipe& recipe, const std::string& arm, int64_t conc, bool eval_only,
+                                const MatrixEntry* e = nullptr) {
   RenderRequest req;
   req.arm = arm;
   req.conc = conc;
   req.eval_only = eval_only;
-  Result<LaunchPlan> rendered = RenderDryRun(recipe, req);
-  if (!rendered) return rendered.error();
-  return Ok{};
+  if (e && e->ss->kv_offload_backend) {
+    req.kv_offload = e->ss->kv_offload_backend->name;
+    req.total_cpu_dram_gb = e->total_cpu_dram_gb;
+  }
+  return RenderDryRun(recipe, req);
+}
+
+// The step's host memory (every need of the plan: the Engram tables per DP
+// rank, the tier's per GPU) against the runner's DRAM per node, for a row
+// that sizes its tier from that DRAM: dram-utilization leaves no room for
+// what the engine pins besides the tier, and the step would be refused on
+// the node (or OOM) an hour into the sweep.
+Status CheckHostDram(const MatrixEntry& e, const LaunchPlan& plan) {
+  if (!e.hardware || plan.host_memory.empty()) return Ok{};
+  uint64_t need = 0;
+  std::string parts;
+  for (const PlannedHostMemory& h : plan.host_memory) {
+    need += h.total_bytes / static_cast<uint64_t>(std::max<int64_t>(plan.nodes, 1));
+    parts += (parts.empty() ? "" : " + ") + h.name + " " + std::to_string(h.count) + " x " + FormatBytes(h.bytes_each) +
+             " (per " + PerName(h.per) + ")";
+  }
+  const uint64_t have = static_cast<uint64_t>(e.hardware->available_cpu_dram_mib) * 1048576;
+  if (need <= have) return Ok{};
+  return Error{"config '" + e.config->key + "' (" + e.config->file + ":" + std::to_string(e.ss->line) + ":" +
+               std::to_string(e.ss->column) + ", " + e.ss->path + "): the step's host memory " +
+               parts + " = " + FormatBytes(need) + " per node does not fit runner '" + *e.runner + "' (hardware " +
+               "available-cpu-dram-mib " + std::to_string(e.hardware->available_cpu_dram_mib) + " = " + FormatBytes(have) +
+               "); the tier gets " + std::to_string(e.total_cpu_dram_gb) +
+               " GB (TOTAL_CPU_DRAM_GB) from the row's dram-utilization: lower it, or use an arm with fewer ranks per node"};
 }
 
 // A row's kv-offload-backend must be a tier the recipe serves: a row the
@@ -115,10 +145,12 @@ Status FillEntry(const MatrixEntry& e, int64_t conc, const Recipe& recipe, Plann
   p.conc = conc;
   p.gpus = arm->gpus;
   p.nodes = arm->nodes;
-  if (Status s = CheckRenders(recipe, p.arm, p.conc, e.eval_only); !s) {
+  Result<LaunchPlan> plan = CheckRenders(recipe, p.arm, p.conc, e.eval_only, &e);
+  if (!plan) {
     return Error{"config '" + e.config->key + "' (" + e.ss->path + ") at concurrency " + std::to_string(p.conc) +
-                 ": " + s.error().message};
+                 ": " + plan.error().message};
   }
+  if (Status s = CheckHostDram(e, plan.value()); !s) return s;
   p.eval_only = e.eval_only;
   p.image = e.config->image;
   // The checkpoint directory the engine reads inside the container: the
@@ -177,7 +209,7 @@ void AddMultinodeItems(const PlanContext& ctx, const MatrixEntry& e, std::vector
   const Recipe& recipe = ctx.index.recipes.at(r->second);
   if (Status s = CheckMultinodeArm(shape.value(), recipe); !s) return skipped(e.concs, s.error().message);
   for (int64_t conc : e.concs) {
-    if (Status s = CheckRenders(recipe, shape.value().arm, conc, e.eval_only); !s) {
+    if (Result<LaunchPlan> s = CheckRenders(recipe, shape.value().arm, conc, e.eval_only); !s) {
       skipped({conc}, "arm " + shape.value().arm + " of recipe " + recipe.name + " at concurrency " +
                           std::to_string(conc) + ": " + s.error().message);
       continue;

@@ -22,10 +22,11 @@ const std::string kKey = "dsv41flash-fp4-b300-vllm";
 
 // The example row at `concs`, bucketed as `mode` wants, planned.
 Result<SweepPlan> Plan(SweepMode mode, std::vector<int64_t> concs, const std::string& recipes = kRecipes,
-                       const std::string& config = kExample, const std::string& key = kKey) {
+                       const std::string& config = kExample, const std::string& key = kKey,
+                       const std::string& runners = kRunners) {
   Result<MasterConfig> c = LoadMasterConfigFiles({config});
   if (!c) return c.error();
-  Result<RunnerConfig> r = LoadRunnerConfigFile(kRunners);
+  Result<RunnerConfig> r = LoadRunnerConfigFile(runners);
   if (!r) return r.error();
   SweepOptions o;
   o.command = SweepOptions::Command::kTestConfig;
@@ -137,6 +138,30 @@ TEST(SweepPlan, AgenticRowsNeedAnOffloadTierTheRecipeServes) {
             "config '" + key + "' (" + cfg + ":26:9, scenarios.agentic-coding[0].search-space[2]) field "
             "'kv-offload-backend': 'lmcache' is not a KV offload tier recipe dsv41flash-fp4-b300-vllm serves; "
             "allowed: vllm-simple, mooncake");
+}
+
+// The DRAM a row's tier gets (dram-utilization of the runner's DRAM) plus
+// what the engine pins besides (the Engram tables per DP rank) must fit the
+// runner's nodes: on a 1 TB node the DEP4 row's 498 GB tier (4 x 124.5 GB) beside 4 x 189
+// GiB of tables does not, and the sweep says so before submitting anything.
+TEST(SweepPlan, AStepsHostMemoryMustFitTheRunnersDram) {
+  const std::string agentic = IX_SOURCE_DIR "/recipes/examples/dsv41flash-b300.yaml";
+  const std::string key = "dsv41flash-fp4-b300-vllm-agentic-dspark";
+  const test::TempDir dir("ix-plan-dram");
+  const std::string runners = dir.path() + "/runners.yaml";
+  int err = 0;
+  std::ofstream(runners) << test::ReplaceOnce(ReadFileText(kRunners, &err), "  cluster:b300:\n    available-cpu-dram-mib: 4_000_000",
+                                              "  cluster:b300:\n    available-cpu-dram-mib: 1_000_000");
+  Result<SweepPlan> small = Plan(SweepMode::kFullSweepFailFastNoCanary, {}, kRecipes, agentic, key, runners);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.error().message,
+            "config '" + key + "' (" + agentic + ":26:9, scenarios.agentic-coding[0].search-space[2]): the step's host "
+            "memory engram_tables 4 x 189 GiB (per dp_rank) + kv_offload_cpu 4 x 115.94 GiB (per gpu) = 1219.79 GiB "
+            "per node does not fit runner 'cluster:b300' (hardware available-cpu-dram-mib 1000000 = 976.56 GiB); the "
+            "tier gets 498 GB (TOTAL_CPU_DRAM_GB) from the row's dram-utilization: lower it, or use an arm with "
+            "fewer ranks per node");
+  // The rows without a tier need no DRAM check, and at 4 TB the tier fits.
+  EXPECT_TRUE(Plan(SweepMode::kFullSweepFailFastNoCanary, {}, kRecipes, agentic, key).ok());
 }
 
 TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {

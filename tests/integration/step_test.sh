@@ -132,6 +132,18 @@ fault mooncake-master-exit 2600 --arm=tp4 --inferencex-kv-offload=mooncake --inf
 grep -q '"process":"mooncake_master"' "$tmp/mooncake-master-exit/failure.json" ||
   fail "mooncake master exit: failure.json does not name it: $(cat "$tmp/mooncake-master-exit/failure.json")"
 
+# A tier's DRAM that one socket cannot hold beside the Engram tables (DEP4's
+# four ranks on NUMA node 0 of the fixture, 4 TiB a socket): refused before
+# anything starts, naming the node and both components.
+mkdir -p "$tmp/dram-too-big"
+IX_RESULT_DIR="$tmp/dram-too-big" srun --gres=gpu:4 $(step_opts dep4 64) --inferencex-kv-offload=vllm-simple \
+  --inferencex-kv-offload-dram-gb=4000 true >"$tmp/dram-too-big/srun.out" 2>&1 &&
+  fail "dram-too-big: the step ran"
+grep -Eq "NUMA node 0 \(4 ranks x 189 GiB engram_tables \+ 4 GPUs x 931\.32 GiB kv_offload_cpu\)" "$tmp/dram-too-big/srun.out" ||
+  fail "dram-too-big: srun's output does not name the node and both components: $(cat "$tmp/dram-too-big/srun.out")"
+[[ ! -e $tmp/dram-too-big/server.log ]] || fail "dram-too-big: the engine was started"
+check_clean dram-too-big
+
 # 3. Two dep4 steps at once on GPUs 0-3 and 4-7: disjoint ports, NUMA 0 and 1.
 for i in 1 2; do
   mkdir -p "$tmp/pair$i"
