@@ -315,7 +315,7 @@ do_exec() {
   local pid
   pid=$(holder_pid "$EXEC_NODE")
   [[ -n $pid ]] || die "exec: node $EXEC_NODE is not running (no holder of its namespaces)"
-  exec nsenter -t "$pid" --net --uts --mount -- "$@"
+  exec nsenter -t "$pid" --net --uts --mount --root --wd=/ -- "$@"  # root, wd: node_exec
 }
 
 # ---------------------------------------------------------------- main

@@ -190,12 +190,15 @@ start_network() {
 }
 
 # node_exec NAME CMD...: CMD in the node's namespaces (network, hostname,
-# mounts), as slurmd runs there.
+# mounts), as slurmd runs there. Entering a mount namespace resets the root
+# and working directory to the namespace's root, which in a chroot
+# (scripts/debian-chroot.sh) is the host's: --root keeps the holder's root
+# (the chroot), --wd=/ its top, as without a chroot.
 node_exec() {
   local pid
   pid=$(holder_pid "$1"); shift
   [[ -n $pid ]] || return 1
-  nsenter -t "$pid" --net --uts --mount -- "$@"
+  nsenter -t "$pid" --net --uts --mount --root --wd=/ -- "$@"
 }
 
 # ns_members HOLDER...: every process in the network or mount namespace of
