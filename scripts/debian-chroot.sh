@@ -32,6 +32,9 @@ usage() { sed -n '2,20s/^# \{0,1\}//p' "$self" >&2; exit 2; }
 if [[ ${1:-} == __inside ]]; then
   root=$2; shift 2
   mount --make-rprivate /
+  # The chroot's / a mount point of its own, as a real root is: tests that
+  # make their mounts private (mount --make-rprivate /) need one.
+  mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount --rbind /dev "$root/dev"
