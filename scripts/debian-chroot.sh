@@ -13,7 +13,7 @@
 # The chroot is cached in IX_CHROOT_DIR (default
 # /var/cache/inferencex-slurm/chroot/RELEASE): a second run reuses it, and
 # bootstrap.sh does not touch apt when nothing is missing. Packages come
-# from IX_DEBIAN_MIRROR (default http://deb.debian.org/debian) and nowhere
+# from debootstrap's default Debian mirror, or IX_DEBIAN_MIRROR, and nowhere
 # else. The repository is bind-mounted at its own path, with /proc, /sys and
 # /dev, in a private mount namespace: the mounts end with the command and
 # never show on the host. The build directory is build-RELEASE in the
@@ -21,7 +21,6 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 self="$repo/scripts/$(basename "${BASH_SOURCE[0]}")"
-mirror=${IX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 die() { echo "debian-chroot.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,20s/^# \{0,1\}//p' "$self" >&2; exit 2; }
@@ -86,9 +85,9 @@ if [[ ! -e $root/.ix-debootstrap-done ]]; then
     findmnt -rn -o TARGET | grep -q "^$root/" && die "$root has mounts below it; unmount them first"
     rm -rf --one-file-system "$root"
   fi
-  echo "debian-chroot.sh: debootstrap $release into $root from $mirror (a few minutes)" >&2
+  echo "debian-chroot.sh: debootstrap $release into $root (a few minutes)" >&2
   log=$(mktemp /tmp/ix-debootstrap.XXXXXX.log)
-  if ! debootstrap --variant=minbase --include=ca-certificates "$release" "$root" "$mirror" >"$log" 2>&1; then
+  if ! debootstrap --variant=minbase --include=ca-certificates "$release" "$root" ${IX_DEBIAN_MIRROR:+"$IX_DEBIAN_MIRROR"} >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     die "debootstrap $release failed (full log: $log)"
   fi
@@ -101,9 +100,9 @@ if [[ ! -e $root/.ix-debootstrap-done ]]; then
   touch "$root/.ix-debootstrap-done"
 fi
 
-# sid's Release file is valid for a week only; a mirror that serves a
-# snapshot of the archive (as this project's machines see deb.debian.org)
-# would have apt refuse it as expired, so apt in the chroot does not check.
+# sid's Release file is valid for a week only; apt would refuse one from a
+# mirror or cache that serves a snapshot of the archive (as this project's
+# machines have) as expired, so apt in the chroot does not check.
 echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99ix-valid-until"
 # bootstrap.sh installs what is missing and does nothing when all is there.
 in_chroot scripts/bootstrap.sh || die "scripts/bootstrap.sh failed in the $release chroot"

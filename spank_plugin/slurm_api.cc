@@ -108,7 +108,7 @@ Status SlurmSignalStep(uint32_t job, uint32_t step, int signal) {
   const auto sig = static_cast<uint16_t>(signal);
   // flags 0: signal the step's tasks, as `scancel --signal` does for a step.
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
-  slurm_step_id_t id{};  // sluid 0: slurmctld finds the step by its ids
+  slurm_step_id_t id{};  // sluid 0, as Slurm's own slurm_pmi_kill_job_step sends it
   id.job_id = job;
   id.step_id = step;
   id.step_het_comp = NO_VAL;
