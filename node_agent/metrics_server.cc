@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/http_task_queue.h"
 #include "core/base/text.h"
 
 namespace ix {
@@ -27,17 +28,17 @@ constexpr size_t kMaxQueued = 8;
 constexpr time_t kTimeoutSeconds = 2;
 
 // httplib's task queue, bounded: `threads` workers and at most `max_queued`
-// connections waiting. When full, enqueue runs the job on the calling
+// connections waiting. When full, Submit runs the job on the calling
 // (accepting) thread, which then accepts nothing until it is done: the
 // backlog stays in the kernel, not in this process's descriptors.
-class BoundedPool final : public httplib::TaskQueue {
+class BoundedPool final : public HttpTaskQueue {
  public:
   BoundedPool(size_t threads, size_t max_queued) : max_queued_(max_queued) {
     for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
   }
   ~BoundedPool() override { shutdown(); }
 
-  void enqueue(std::function<void()> fn) override {
+  void Submit(std::function<void()> fn) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (jobs_.size() < max_queued_) {

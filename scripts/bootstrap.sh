@@ -13,7 +13,7 @@ PACKAGES=(
   libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev prometheus
   python3 curl jq procps iproute2 util-linux
-  clang libclang-rt-14-dev
+  clang libclang-rt-dev
   rpm rpmlint groff-base gpg gpg-agent gpgconf
   chromium chromium-driver fonts-dejavu-core
 )

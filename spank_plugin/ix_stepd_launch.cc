@@ -119,12 +119,13 @@ Result<LaunchedStepd> LaunchStepd(const StepdHandles& h, const std::vector<std::
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   // The fds move up first, out of the way of the numbers they go to.
-  const int exe = ::fcntl(h.exe_fd, F_DUPFD_CLOEXEC, 10);
-  const int run = ::fcntl(h.run_dir_fd, F_DUPFD_CLOEXEC, 10);
-  const int rw = ::fcntl(ready[1], F_DUPFD_CLOEXEC, 10);
-  const int lg = ::fcntl(log, F_DUPFD_CLOEXEC, 10);
-  const int ir = ::fcntl(in[0], F_DUPFD_CLOEXEC, 10);
-  // volatile: read after vfork (the child shares this frame).
+  // volatile: read after vfork (the child shares this frame; GCC 14 and
+  // later warn, -Wclobbered, of such variables kept in registers).
+  volatile const int exe = ::fcntl(h.exe_fd, F_DUPFD_CLOEXEC, 10);
+  volatile const int run = ::fcntl(h.run_dir_fd, F_DUPFD_CLOEXEC, 10);
+  volatile const int rw = ::fcntl(ready[1], F_DUPFD_CLOEXEC, 10);
+  volatile const int lg = ::fcntl(log, F_DUPFD_CLOEXEC, 10);
+  volatile const int ir = ::fcntl(in[0], F_DUPFD_CLOEXEC, 10);
   volatile const int agent = h.agent_fd >= 0 ? ::fcntl(h.agent_fd, F_DUPFD_CLOEXEC, 10) : -1;
   for (int fd : {log, in[0], ready[1]}) ::close(fd);
   ChildError child_error;

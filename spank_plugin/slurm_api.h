@@ -3,7 +3,10 @@
 // plugin (slurmstepd, srun) already has it: the head's NodeAddr, and ending
 // the whole step when this node's part of it failed before its engine ran.
 // The functions are looked up at run time (dlsym), so the plugin links no
-// libslurm of its own and one build serves srun and slurmstepd alike.
+// libslurm of its own and one build serves srun and slurmstepd alike; each is
+// called through the prototype of the slurm.h the plugin is compiled against,
+// and the build fails where that prototype is not the one expected for the
+// header's SLURM_VERSION_NUMBER (slurm_api.cc).
 #pragma once
 
 #include <cstdint>

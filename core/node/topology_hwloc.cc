@@ -260,11 +260,10 @@ Result<Topology> TopologyFromXmlText(const std::string& text, const std::string&
   if (!t.ok()) return Error{"hwloc: cannot initialise a topology: " + ErrnoText(errno)};
   if (t.Configure() != 0) return Error{"hwloc: cannot configure discovery: " + ErrnoText(errno)};
   // From memory, so the file is read exactly once and hwloc never falls
-  // back to discovering this machine.
-  if (hwloc_topology_set_xmlbuffer(t.get(), text.data(), static_cast<int>(text.size() + 1)) != 0) {
-    return Error{path + ": hwloc rejected the topology XML: " + ErrnoText(errno)};
-  }
-  if (hwloc_topology_load(t.get()) != 0) {
+  // back to discovering this machine. A malformed file fails when set
+  // (hwloc 2.12) or when loaded (2.9): one message for both.
+  if (hwloc_topology_set_xmlbuffer(t.get(), text.data(), static_cast<int>(text.size() + 1)) != 0 ||
+      hwloc_topology_load(t.get()) != 0) {
     return Error{path + ": not a valid hwloc topology XML (hwloc could not load it: " + ErrnoText(errno) +
                  "); expected the output of lstopo --of xml"};
   }

@@ -216,14 +216,18 @@ class YamlBuilder {
     }
     std::vector<uint32_t> out;
     std::unordered_map<std::string, size_t> pos;
-    merged.insert(merged.end(), own.begin(), own.end());
-    for (size_t k = 0; k + 1 < merged.size(); k += 2) {
-      auto [it, fresh] = pos.emplace(KeyIdentity(doc_.nodes_[merged[k]]), out.size());
-      if (fresh) {
-        out.push_back(merged[k]);
-        out.push_back(merged[k + 1]);
-      } else {
-        out[it->second + 1] = merged[k + 1];
+    // The merged pairs, then the own ones, without joining the two lists
+    // (GCC 14 warned of an overflow in that vector::insert, wrongly).
+    for (const std::vector<uint32_t>* pairs : {&merged, &own}) {
+      for (size_t k = 0; k + 1 < pairs->size(); k += 2) {
+        const uint32_t key = (*pairs)[k], value = (*pairs)[k + 1];
+        auto [it, fresh] = pos.emplace(KeyIdentity(doc_.nodes_[key]), out.size());
+        if (fresh) {
+          out.push_back(key);
+          out.push_back(value);
+        } else {
+          out[it->second + 1] = value;
+        }
       }
     }
     doc_.nodes_[id].items = std::move(out);

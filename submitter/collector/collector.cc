@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/base/http_task_queue.h"
 #include "core/base/json_text.h"
 #include "core/base/text.h"
 #include "core/base/sha256.h"
@@ -52,7 +53,7 @@ using State = Collector::State;
 
 // httplib's TaskQueue over a BoundedWorkQueue, registered in the state so
 // Stop() can release an accept thread blocked on a full queue.
-class QueueAdapter : public httplib::TaskQueue {
+class QueueAdapter : public HttpTaskQueue {
  public:
   explicit QueueAdapter(State* s) : s_(s), q_(s->options.threads, s->options.threads * 4) {
     std::lock_guard<std::mutex> lock(s_->queue_mu);
@@ -63,10 +64,11 @@ class QueueAdapter : public httplib::TaskQueue {
     std::lock_guard<std::mutex> lock(s_->queue_mu);
     s_->queue = nullptr;
   }
-  void enqueue(std::function<void()> fn) override { q_.Enqueue(std::move(fn)); }
   void shutdown() override { q_.Shutdown(); }
 
  private:
+  void Submit(std::function<void()> fn) override { q_.Enqueue(std::move(fn)); }
+
   State* s_;
   BoundedWorkQueue q_;
 };

@@ -48,11 +48,14 @@ class SqlStatement {
       BindNull(i);
     }
   }
-  // Binds `args` to ?1, ?2, ... in order.
+  // Binds `args` to ?1, ?2, ... in order (none: nothing; GCC 16 warns of
+  // a counter set and never read in that instantiation).
   template <class... Args>
   void BindAll(const Args&... args) {
-    int i = 0;
-    (Bind(++i, args), ...);
+    if constexpr (sizeof...(Args) > 0) {
+      int i = 0;
+      (Bind(++i, args), ...);
+    }
   }
 
   StepResult Step();

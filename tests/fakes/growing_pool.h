@@ -7,7 +7,7 @@
 // Invariant: threads_.size() <= max_; idle_ counts workers waiting for a job.
 #pragma once
 
-#include <httplib.h>
+#include "core/base/http_task_queue.h"
 
 #include <condition_variable>
 #include <deque>
@@ -18,19 +18,10 @@
 
 namespace ixfake {
 
-class GrowingPool final : public httplib::TaskQueue {
+class GrowingPool final : public ix::HttpTaskQueue {
  public:
   explicit GrowingPool(size_t max) : max_(max) {}
   ~GrowingPool() override = default;
-
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    jobs_.push_back(std::move(fn));
-    if (idle_ < jobs_.size() && threads_.size() < max_) {
-      threads_.emplace_back([this] { Work(); });
-    }
-    cond_.notify_one();
-  }
 
   void shutdown() override {
     {
@@ -42,6 +33,15 @@ class GrowingPool final : public httplib::TaskQueue {
   }
 
  private:
+  void Submit(std::function<void()> fn) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    jobs_.push_back(std::move(fn));
+    if (idle_ < jobs_.size() && threads_.size() < max_) {
+      threads_.emplace_back([this] { Work(); });
+    }
+    cond_.notify_one();
+  }
+
   void Work() {
     for (;;) {
       std::function<void()> fn;

@@ -24,6 +24,24 @@ bool SameName(std::string_view a, std::string_view b) {
   return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
+// Reads one request: its header, then its body. A client that sent
+// `Expect: 100-continue` waits for "100 Continue" before the body (cpp-httplib
+// 0.2x and later send it on bodies over 1 KiB, and wait a second for it);
+// uvicorn answers it when the app reads the body, so here too.
+void ReadRequest(tcp::socket& socket, boost::beast::flat_buffer& buffer,
+                 bhttp::request_parser<bhttp::string_body>& parser, error_code& ec) {
+  bhttp::read_header(socket, buffer, parser, ec);
+  if (ec || parser.is_done()) return;
+  const auto& m = parser.get();
+  const auto expect = m[bhttp::field::expect];  // Boost's string_view
+  if (m.version() >= 11 && SameName(std::string_view(expect.data(), expect.size()), "100-continue")) {
+    bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
+    bhttp::write(socket, go_on, ec);
+    if (ec) return;
+  }
+  bhttp::read(socket, buffer, parser, ec);
+}
+
 std::string FindHeader(const Headers& headers, std::string_view name) {
   for (const auto& [k, v] : headers) {
     if (SameName(k, name)) return v;
@@ -147,7 +165,7 @@ struct Server::Impl {
       bhttp::request_parser<bhttp::string_body> parser;
       parser.body_limit(kBodyLimit);
       parser.header_limit(kHeaderLimit);
-      bhttp::read(socket, buffer, parser, ec);
+      ReadRequest(socket, buffer, parser, ec);
       if (ec == bhttp::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset) break;
       if (ec) {
         // Malformed or too large: answer 400 and close, as uvicorn does.

@@ -68,8 +68,11 @@ int OpenMountPoint(int root_fd, const std::string& dst, bool dir, std::string& e
 unsigned long LockedFlags(const std::string& src) {
   struct statvfs vfs {};
   if (statvfs(src.c_str(), &vfs) != 0) return 0;
-  return (vfs.f_flag & ST_NOSUID ? MS_NOSUID : 0) | (vfs.f_flag & ST_NODEV ? MS_NODEV : 0) |
-         (vfs.f_flag & ST_NOEXEC ? MS_NOEXEC : 0);
+  // The flags as unsigned long: MS_* and ST_* are enumerators in glibc's
+  // headers, and GCC 14 and later warn (-Wextra) of `f ? MS_X : 0`, an enum
+  // and an int in one conditional.
+  const auto keep = [&](unsigned long st_flag, unsigned long ms_flag) { return vfs.f_flag & st_flag ? ms_flag : 0UL; };
+  return keep(ST_NOSUID, MS_NOSUID) | keep(ST_NODEV, MS_NODEV) | keep(ST_NOEXEC, MS_NOEXEC);
 }
 
 std::string BindMount(int root_fd, const std::string& rootfs, const std::string& src, const std::string& dst,
