@@ -76,7 +76,10 @@ void log_started(const Config& cfg, int port, const std::string& record_path) {
   double ready_at = ixfake::now_s();
   logf("Starting vLLM API server on http://%s:%d", cfg.host.c_str(), port);
   logf("Application startup complete.");
-  std::thread([&engine, ready_at] { fault_loop(engine.cfg().switches, engine.hang, ready_at); }).detach();
+  std::thread([&engine, ready_at] {
+    fault_loop(engine.cfg().switches, ApiFaults{[&engine] { engine.hang(); }, [&engine] { engine.stall(); }},
+               ready_at);
+  }).detach();
   svr.listen_after_bind();
   shutdown_and_exit(0, "server stopped");
 }

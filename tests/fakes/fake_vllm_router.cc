@@ -2,17 +2,20 @@
 // the worker URLs, choosing a (worker, data-parallel rank) target by a
 // consistent hash of X-Session-ID, adds X-data-parallel-rank when
 // --intra-node-data-parallel-size > 1, streams SSE responses through, and
-// serves /health on its port and Prometheus /metrics on --prometheus-port.
-// The command line is router_args.h, the counters router_metrics.h; this
+// serves /health on its port and Prometheus /metrics on --prometheus-port;
+// FAKE_ROUTER_STALL_AFTER_S makes it stop forwarding, FAKE_ROUTER_EXIT_AFTER_S
+// exit. The command line is router_args.h, the counters router_metrics.h; this
 // file is the proxy. Documentation: tests/fakes/README.md.
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,16 +70,25 @@ bool hop_by_hop(const std::string& name) {
   return false;
 }
 
+// The proxy: routes, the target choice, forwarding, and the stall.
 class Router {
  public:
   explicit Router(Config cfg) : cfg_(std::move(cfg)) {
-    std::vector<std::string> keys;
-    for (const auto& t : cfg_.targets) keys.push_back(t.key);
-    ring_ = std::make_unique<ixfake::HashRing>(keys);
+    for (const auto& t : cfg_.targets) keys_.push_back(t.key);
+    ring_ = std::make_unique<ixfake::HashRing>(keys_);
   }
 
   const Config& cfg() const { return cfg_; }
-  Metrics& metrics() { return metrics_; }
+  std::string render_metrics() { return metrics_.render(keys_); }
+
+  // FAKE_ROUTER_STALL_AFTER_S: from now on each /v1/* request is accepted,
+  // routed and then held, never forwarded (a router wedged between its
+  // policy and its workers); responses already streaming go on.
+  void stall() {
+    logf("fault FAKE_ROUTER_STALL_AFTER_S: the router stops forwarding; requests are held (counted in "
+         "vllm_router_running_requests), /health keeps answering");
+    stalled_.store(true);
+  }
 
   void install(httplib::Server& svr) {
     svr.set_logger([](const httplib::Request& req, const httplib::Response& res) {
@@ -204,6 +216,12 @@ class Router {
     }
     const Target& target = choose(req);
     metrics_.routed(target.key);
+    auto running = std::make_shared<RunningRequest>(metrics_, target.key);
+    if (stalled_.load()) {
+      logf("stall (FAKE_ROUTER_STALL_AFTER_S): holding %s %s for %s forever", req.method.c_str(), req.path.c_str(),
+           target.key.c_str());
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
     res.set_header("X-Router-Worker", target.key);
 
     auto up = std::make_shared<Upstream>();
@@ -233,19 +251,30 @@ class Router {
     if (up->status >= 400) metrics_.error(req.path, strprintf("http_%d", up->status));
     std::string route = req.path;
     Metrics* metrics = &metrics_;
+    // The releaser keeps `running` until the client's response is over.
     res.set_chunked_content_provider(
         content_type, [up](std::size_t, httplib::DataSink& sink) { return relay_body(up, sink); },
-        [up, metrics, route, t0](bool) {
+        [up, metrics, route, t0, running](bool) {
           up->cancelled.store(true);
           metrics->duration(route, now_s() - t0);
         });
   }
 
   Config cfg_;
+  std::vector<std::string> keys_;  // the targets' keys, in order
   std::unique_ptr<ixfake::HashRing> ring_;
+  std::atomic<bool> stalled_{false};
   std::atomic<std::size_t> round_robin_{0};
   Metrics metrics_;
 };
+
+// Runs `fire` `seconds` from now in a thread of its own (the timed faults).
+void after(double seconds, std::function<void()> fire) {
+  std::thread([seconds, fire = std::move(fire)] {
+    ixfake::sleep_s(seconds);
+    fire();
+  }).detach();
+}
 
 void signal_loop() {
   sigset_t set = ixfake::handled_signals();
@@ -296,7 +325,7 @@ int main(int argc, char** argv) {
   prom.new_task_queue = [] { return new httplib::ThreadPool(4); };
   prom.set_socket_options(ixfake::server_socket_options);
   prom.Get("/metrics", [&router](const httplib::Request&, httplib::Response& res) {
-    res.set_content(router.metrics().render(router.cfg().targets.size()), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(router.render_metrics(), "text/plain; version=0.0.4; charset=utf-8");
   });
 
   int port = cfg.port;
@@ -321,13 +350,12 @@ int main(int argc, char** argv) {
   logf("Prometheus exporter listening on http://%s:%d/metrics", cfg.prometheus_host.c_str(), prom_port);
   logf("router listening on http://%s:%d", cfg.host.c_str(), port);
   if (cfg.exit_after_s) {
-    double after = *cfg.exit_after_s;
-    std::thread([after] {
-      ixfake::sleep_s(after);
+    after(*cfg.exit_after_s, [] {
       logf("fault FAKE_ROUTER_EXIT_AFTER_S: exiting with status 1");
       _exit(1);
-    }).detach();
+    });
   }
+  if (cfg.stall_after_s) after(*cfg.stall_after_s, [&router] { router.stall(); });
   svr.listen_after_bind();
   logf("server stopped");
   _exit(0);

@@ -82,6 +82,7 @@ wait_for() {  # wait_for SECONDS COMMAND...: polls every 20 ms until COMMAND suc
 is_code() { [[ $(http_code "$1") == "$2" ]]; }
 dead() { ! alive "$1"; }
 n_children() { [[ $(children "$1" | wc -l) -eq $2 ]]; }
+log_has() { grep -q -- "$2" "$TMP/$1.log"; }  # log_has NAME REGEX: $TMP/NAME.log matches
 
 # wait_exit PID SECONDS: waits for the process to end, sets RC to its status.
 wait_exit() {
@@ -107,6 +108,16 @@ stop_engine() {
   wait_exit "$1" "$2"
   # shellcheck disable=SC2086
   all_gone $kids
+}
+
+# end_quietly PIDS...: SIGTERM to background clients started with `start`,
+# reaped without bash's "Terminated" notice on stderr.
+end_quietly() {
+  local p
+  exec 2>/dev/null
+  kill -TERM "$@"
+  for p in "$@"; do wait_exit "$p" 2; done
+  exec 2>&9
 }
 
 pyjson() {  # pyjson FILE EXPR [ARGS...]: EXPR over d (the JSON) and args must be true
@@ -281,6 +292,101 @@ curl -s -o /dev/null --max-time 0.5 "http://127.0.0.1:$E/health" || CURL_RC=$?
 alive "$ENGINE" || fail "hang: the process died"
 stop_engine "$ENGINE" 2
 ok "FAKE_VLLM_HANG_AFTER_S: requests block, the process lives, SIGTERM still stops it"
+
+# Stalls (README "Fault switches"): token generation stops on one rank or on
+# all, their requests stay running and their counters freeze; /metrics and
+# /health answer unless the API server is wedged too.
+metric() {  # metric FILE NAME RANK: the value of NAME{engine="RANK",...} in a /metrics text
+  sed -n "s/^$2{engine=\"$3\",[^}]*} //p" "$TMP/$1" | head -1
+}
+scrape() { curl -s --max-time 2 "http://127.0.0.1:$1/metrics" >"$TMP/$2"; }  # scrape PORT FILE
+more() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(b > a) }'; }  # more A B: B > A (numbers)
+size() { stat -c %s "$TMP/$1.log"; }
+# times_out PATH RANK [CURL_ARGS...]: the engine at $E accepts and never answers within 0.5 s.
+times_out() {
+  local rc=0
+  curl -s -o /dev/null --max-time 0.5 -H "X-data-parallel-rank: $2" "${@:3}" "http://127.0.0.1:$E$1" || rc=$?
+  [[ $rc -eq 28 ]]
+}
+COMPLETE=(-d '{"prompt":"x","max_tokens":2}')
+LONG_STREAM='{"prompt":"a long answer","max_tokens":2000,"ignore_eos":true,"stream":true}'  # 40 s at 20 ms a token
+E=$(free_port)
+start stall FAKE_VLLM_STALL_AFTER_S=1.5 FAKE_VLLM_STALL_RANK=1 FAKE_VLLM_TOKEN_DELAY_MS=20 \
+  "$VLLM" serve /m --served-model-name m --host 127.0.0.1 --port "$E" -dp 2
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "stall: never ready"
+start stream0 curl -s -N -H 'X-data-parallel-rank: 0' "http://127.0.0.1:$E/v1/completions" -d "$LONG_STREAM"
+S0=$PID
+start stream1 curl -s -N -H 'X-data-parallel-rank: 1' "http://127.0.0.1:$E/v1/completions" -d "$LONG_STREAM"
+S1=$PID
+wait_for 5 log_has stall "token generation stops on data-parallel ranks \[1\]" || fail "stall: not logged"
+sleep 0.3
+scrape "$E" stall-a.txt
+A0=$(size stream0) A1=$(size stream1)
+sleep 1
+scrape "$E" stall-b.txt
+B0=$(size stream0) B1=$(size stream1)
+for m in vllm:generation_tokens_total vllm:prompt_tokens_total; do
+  X=$(metric stall-a.txt "$m" 1) Y=$(metric stall-b.txt "$m" 1)
+  [[ $X == "$Y" ]] && more 0 "$X" || fail "stall: rank 1's $m moved or stayed 0: $X -> $Y"
+done
+[[ $(metric stall-b.txt vllm:num_requests_running 1) == 1.0 && $A1 -eq $B1 && $A1 -gt 0 ]] ||
+  fail "stall: rank 1 running $(metric stall-b.txt vllm:num_requests_running 1), its stream $A1 -> $B1 bytes"
+more "$(metric stall-a.txt vllm:generation_tokens_total 0)" "$(metric stall-b.txt vllm:generation_tokens_total 0)" &&
+  ((B0 > A0)) || fail "stall: rank 0 stopped too (stream $A0 -> $B0 bytes)"
+times_out /v1/completions 1 "${COMPLETE[@]}" || fail "stall: a new request on rank 1 was answered"
+[[ $(http_code "http://127.0.0.1:$E/v1/completions" -H 'X-data-parallel-rank: 0' "${COMPLETE[@]}") == 200 ]] ||
+  fail "stall: a new request on rank 0: $CODE"
+scrape "$E" stall-c.txt
+[[ $(metric stall-c.txt vllm:num_requests_running 1) == 2.0 &&
+   $(metric stall-c.txt vllm:generation_tokens_total 1) == "$(metric stall-b.txt vllm:generation_tokens_total 1)" ]] ||
+  fail "stall: the new request on rank 1 is not running, or rank 1's tokens moved"
+is_code "http://127.0.0.1:$E/health" 200 && alive "$ENGINE" && n_children "$ENGINE" 2 ||
+  fail "stall: /health $CODE, or the API server or an EngineCore died"
+end_quietly "$S0" "$S1"
+stop_engine "$ENGINE" 3
+ok "FAKE_VLLM_STALL_AFTER_S + STALL_RANK=1: rank 1's streams and counters freeze with its requests running; rank 0 serves on; /health and /metrics answer"
+
+E=$(free_port)
+start stallall FAKE_VLLM_STALL_AFTER_S=0.2 "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 2
+ENGINE=$PID
+wait_for 5 log_has stallall "token generation stops on data-parallel ranks \[0,1\]" || fail "stall (every rank): not logged"
+times_out /v1/completions 0 "${COMPLETE[@]}" && times_out /v1/chat/completions 1 \
+  -d '{"messages":[{"role":"user","content":"x"}],"stream":true}' || fail "stall (every rank): a request was answered"
+scrape "$E" stallall.txt
+[[ $(metric stallall.txt vllm:num_requests_running 0) == 1.0 && $(metric stallall.txt vllm:num_requests_running 1) == 1.0 &&
+   $(metric stallall.txt vllm:prompt_tokens_total 1) == 0.0 ]] && is_code "http://127.0.0.1:$E/health" 200 ||
+  fail "stall (every rank): $(grep '^vllm:num_requests_running' "$TMP/stallall.txt"), /health $CODE"
+stop_engine "$ENGINE" 3
+ok "FAKE_VLLM_STALL_AFTER_S alone: every rank holds its new requests (running, no prompt counted); /health answers"
+
+E=$(free_port)
+start wedge FAKE_VLLM_STALL_AFTER_S=1 FAKE_VLLM_STALL_METRICS=1 FAKE_VLLM_TOKEN_DELAY_MS=20 \
+  "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 2
+ENGINE=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "wedge: never ready"
+start wstream curl -s -N -H 'X-data-parallel-rank: 1' "http://127.0.0.1:$E/v1/completions" -d "$LONG_STREAM"
+WS=$PID
+wait_for 5 log_has wedge "the API server's event loop is wedged" || fail "wedge: not logged"
+sleep 0.2
+A1=$(size wstream)
+times_out /metrics 0 && times_out /health 0 || fail "wedge: /metrics or /health answered (or refused)"
+B1=$(size wstream)
+[[ $A1 -eq $B1 && $A1 -gt 0 ]] && alive "$ENGINE" && n_children "$ENGINE" 2 ||
+  fail "wedge: the stream went $A1 -> $B1 bytes, or a process died"
+end_quietly "$WS"
+stop_engine "$ENGINE" 3
+ok "FAKE_VLLM_STALL_METRICS=1: from the stall on /metrics and /health accept and never answer, streams stop; SIGTERM still stops it"
+
+RC=0
+FAKE_VLLM_STALL_AFTER_S=1 FAKE_VLLM_STALL_RANK=2 "$VLLM" serve /m --port 0 -dp 2 >/dev/null 2>"$TMP/stallbad.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "FAKE_VLLM_STALL_RANK='2': expected a data-parallel rank below --data-parallel-size" "$TMP/stallbad.txt" ||
+  fail "STALL_RANK=2 of 2: rc $RC, $(cat "$TMP/stallbad.txt")"
+RC=0
+FAKE_VLLM_STALL_METRICS=1 "$VLLM" serve /m --port 0 >/dev/null 2>"$TMP/stallbad.txt" || RC=$?
+[[ $RC -eq 2 ]] && grep -q "FAKE_VLLM_STALL_METRICS='1': expected FAKE_VLLM_STALL_AFTER_S to be set too" "$TMP/stallbad.txt" ||
+  fail "STALL_METRICS without STALL_AFTER_S: rc $RC, $(cat "$TMP/stallbad.txt")"
+ok "a stall rank out of range, or STALL_METRICS without STALL_AFTER_S, exits 2 naming the variable"
 
 E=$(free_port)
 start never FAKE_VLLM_NEVER_READY=1 "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 2
@@ -519,6 +625,40 @@ wait_exit "$ROUTER_PID" 2
 [[ $RC -eq 0 ]] && refused "http://127.0.0.1:$P/health" || fail "router SIGTERM: status $RC"
 ok "router: SIGTERM stops it"
 
+# The router stops forwarding: requests are held and counted as running at
+# the router, none reaches the engine, /health answers.
+E=$(free_port)
+P=$(free_port)
+M=$(free_port)
+start sengine "$VLLM" serve /m --served-model-name m --host 127.0.0.1 --port "$E" -dp 2
+ENGINE=$PID
+start srouter FAKE_ROUTER_STALL_AFTER_S=2 "$ROUTER" --worker-urls "http://127.0.0.1:$E" --policy consistent_hash \
+  --intra-node-data-parallel-size 2 --host 127.0.0.1 --port "$P" --prometheus-port "$M"
+ROUTER_PID=$PID
+wait_for 5 is_code "http://127.0.0.1:$E/health" 200 && wait_for 5 is_code "http://127.0.0.1:$P/health" 200 ||
+  fail "router stall: engine or router never ready"
+[[ $(http_code "http://127.0.0.1:$P/v1/completions" "${COMPLETE[@]}") == 200 ]] || fail "router stall: $CODE before the stall"
+router_running() {  # router_running N: the router's running gauges add up to N
+  [[ $(curl -s "http://127.0.0.1:$M/metrics" | awk '/^vllm_router_running_requests\{/ { n += $2 } END { print n + 0 }') == "$1" ]]
+}
+router_running 0 || fail "router stall: requests running before any is held"
+wait_for 5 log_has srouter "fault FAKE_ROUTER_STALL_AFTER_S" || fail "router stall: not logged"
+SEEN=$(grep -c '"POST /v1/completions' "$TMP/sengine.log")
+start held curl -s --max-time 30 -H 'X-Session-ID: held-1' "http://127.0.0.1:$P/v1/completions" "${COMPLETE[@]}"
+HELD=$PID
+wait_for 3 router_running 1 || fail "router stall: the held request is not running at the router"
+sleep 0.3
+scrape "$E" sengine.txt
+[[ $(grep -c '"POST /v1/completions' "$TMP/sengine.log") -eq $SEEN && $(metric sengine.txt vllm:num_requests_running 0) == 0.0 &&
+   $(metric sengine.txt vllm:num_requests_running 1) == 0.0 ]] || fail "router stall: the request reached the engine"
+is_code "http://127.0.0.1:$P/health" 200 && alive "$HELD" || fail "router stall: /health $CODE, or the request was answered"
+end_quietly "$HELD"
+kill -TERM "$ROUTER_PID"
+wait_exit "$ROUTER_PID" 2
+[[ $RC -eq 0 ]] || fail "router stall: SIGTERM gave status $RC"
+stop_engine "$ENGINE" 3
+ok "FAKE_ROUTER_STALL_AFTER_S: requests held and counted in vllm_router_running_requests, none reaches the engine, /health answers"
+
 # External load balancing: one process per rank, one worker URL each.
 E0=$(free_port)
 E1=$(free_port)
@@ -570,7 +710,6 @@ rows = [l.split() for l in open("/proc/net/tcp").read().splitlines()[1:]]
 sys.exit(0 if any(r[3] == "01" and int(r[2].split(":")[1], 16) == port for r in rows) else 1)
 EOF
 }
-log_has() { grep -q -- "$2" "$TMP/$1.log"; }
 first_child() { ps -o pid= --ppid "$1" | head -1 | tr -d ' '; }
 
 # Data parallel across nodes: a head with ranks 0-1 of 6, two headless nodes.

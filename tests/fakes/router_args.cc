@@ -124,6 +124,7 @@ Config parse_config(int argc, char** argv) {
   }
   cfg.start_delay_s = env_seconds("FAKE_ROUTER_START_DELAY_S").value_or(0);
   cfg.exit_after_s = env_seconds("FAKE_ROUTER_EXIT_AFTER_S");
+  cfg.stall_after_s = env_seconds("FAKE_ROUTER_STALL_AFTER_S");
   return cfg;
 }
 

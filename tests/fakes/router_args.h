@@ -31,6 +31,7 @@ struct Config {
   int intra_dp = 1;
   double start_delay_s = 0;
   std::optional<double> exit_after_s;
+  std::optional<double> stall_after_s;  // FAKE_ROUTER_STALL_AFTER_S: stop forwarding, keep answering /health
 };
 
 // The options and the environment; prints and exits for --help and

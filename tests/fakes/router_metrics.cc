@@ -4,7 +4,7 @@
 
 namespace ixfake::router {
 
-std::string Metrics::render(std::size_t active_workers) {
+std::string Metrics::render(const std::vector<std::string>& workers) {
   std::lock_guard<std::mutex> lock(m_);
   std::string out;
   out += "# HELP vllm_router_requests_total Total number of requests by route\n";
@@ -31,7 +31,14 @@ std::string Metrics::render(std::size_t active_workers) {
   }
   out += "# HELP vllm_router_active_workers Number of active workers (worker, rank targets)\n";
   out += "# TYPE vllm_router_active_workers gauge\n";
-  out += strprintf("vllm_router_active_workers %zu\n", active_workers);
+  out += strprintf("vllm_router_active_workers %zu\n", workers.size());
+  out += "# HELP vllm_router_running_requests Number of running requests per worker\n";
+  out += "# TYPE vllm_router_running_requests gauge\n";
+  for (const auto& worker : workers) {
+    auto it = running_.find(worker);
+    out += strprintf("vllm_router_running_requests{worker=\"%s\"} %ld\n", prom_escape(worker).c_str(),
+                     it == running_.end() ? 0L : it->second);
+  }
   out += "# HELP vllm_router_request_duration_seconds Request duration by route\n";
   out += "# TYPE vllm_router_request_duration_seconds histogram\n";
   for (const auto& [route, h] : durations_) {

@@ -11,8 +11,8 @@
 
 namespace ixfake::router {
 
-// Counters by route, worker and error type, and request durations; safe
-// from any thread (one mutex).
+// Counters by route, worker and error type, request durations, and the
+// requests running per worker; safe from any thread (one mutex).
 class Metrics {
  public:
   void request(const std::string& route) {
@@ -38,9 +38,17 @@ class Metrics {
     ++h.count;
   }
 
-  // The Prometheus text of everything counted; active_workers is the number
-  // of targets.
-  std::string render(std::size_t active_workers);
+  // A request routed to `worker` starts (+1) or ends (-1): the gauge
+  // vllm_router_running_requests{worker}, as the real router names it.
+  void running(const std::string& worker, int delta) {
+    std::lock_guard<std::mutex> lock(m_);
+    running_[worker] += delta;
+  }
+
+  // The Prometheus text of everything counted; `workers` are the targets'
+  // keys (vllm_router_active_workers is their number, and each has a
+  // running gauge, 0 until a request runs there).
+  std::string render(const std::vector<std::string>& workers);
 
  private:
   struct Hist {
@@ -57,6 +65,22 @@ class Metrics {
   std::map<std::string, unsigned long long> processed_;
   std::map<std::pair<std::string, std::string>, unsigned long long> errors_;
   std::map<std::string, Hist> durations_;
+  std::map<std::string, long> running_;
+};
+
+// One request counted in Metrics::running for `worker` while this lives; the
+// router keeps it until the response to its client is over, so a request
+// held by FAKE_ROUTER_STALL_AFTER_S counts for good.
+class RunningRequest {
+ public:
+  RunningRequest(Metrics& m, std::string worker) : m_(m), worker_(std::move(worker)) { m_.running(worker_, 1); }
+  ~RunningRequest() { m_.running(worker_, -1); }
+  RunningRequest(const RunningRequest&) = delete;
+  RunningRequest& operator=(const RunningRequest&) = delete;
+
+ private:
+  Metrics& m_;
+  std::string worker_;
 };
 
 }  // namespace ixfake::router

@@ -3,10 +3,8 @@
 #include <rapidjson/document.h>
 
 #include <algorithm>
-#include <chrono>
 #include <ctime>
 #include <memory>
-#include <thread>
 #include <utility>
 
 #include <unistd.h>
@@ -75,12 +73,46 @@ Engine::Engine(Config cfg)
   }
 }
 
+void Engine::hang() { hold_.store("hang (FAKE_VLLM_HANG_AFTER_S)"); }
+
+void Engine::stall() {
+  const Switches& sw = cfg_.switches;
+  std::vector<int> ranks = stalled_ranks(sw.stall_rank, served());
+  if (ranks.empty()) {
+    logf("fault FAKE_VLLM_STALL_AFTER_S: data-parallel rank %d is not served here; nothing stalls here",
+         sw.stall_rank.value_or(-1));
+    return;
+  }
+  // uvicorn serves /health, /metrics and every stream from one event loop:
+  // while it is wedged, no rank's tokens go out and no request is answered.
+  if (sw.stall_metrics) ranks = served();
+  std::string names;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    for (int r : ranks) {
+      stalled_.insert(r);
+      names += (names.empty() ? "" : ",") + std::to_string(r);
+    }
+  }
+  if (sw.stall_metrics) {
+    hold_.store("wedged API server (FAKE_VLLM_STALL_METRICS)");
+    logf("fault FAKE_VLLM_STALL_AFTER_S with FAKE_VLLM_STALL_METRICS: the API server's event loop is wedged: no "
+         "tokens on data-parallel ranks [%s], every request (/health and /metrics too) is held; the process and "
+         "its EngineCores stay alive",
+         names.c_str());
+    return;
+  }
+  logf("fault FAKE_VLLM_STALL_AFTER_S: token generation stops on data-parallel ranks [%s] (an engine stuck in a "
+       "collective): their requests stay running without tokens; /health and /metrics keep answering",
+       names.c_str());
+}
+
 void Engine::install(http::Server& svr) {
   svr.set_pre_routing_handler([this](const http::Request& req) {
-    if (hang.load()) {
-      logf("hang (FAKE_VLLM_HANG_AFTER_S): holding %s %s from %s:%d forever", req.method.c_str(), req.path.c_str(),
+    if (const char* why = hold_.load()) {
+      logf("%s: holding %s %s from %s:%d forever", why, req.method.c_str(), req.path.c_str(),
            req.remote_addr.c_str(), req.remote_port);
-      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+      hold_forever();
     }
   });
   svr.set_logger([](const http::Request& req, const http::Response& res) {
@@ -206,11 +238,17 @@ void Engine::completion(const http::Request& req, http::Response& res, bool chat
 
 // The request starts running on its rank: its prompt is looked up in the
 // rank's KV cache (hashed outside the lock: a prompt may be long) and its
-// blocks held until finish_stats.
+// blocks held until finish_stats. On a stalled rank it only counts as
+// running: the scheduler that would look it up is stuck, and its first
+// token (generated) holds it forever.
 void Engine::admit(Call& c, const std::vector<std::uint64_t>& token_hashes) {
   const std::vector<std::uint64_t> blocks = block_hashes(token_hashes, cfg_.kv.block_size);
   c.prompt_tokens_details = cfg_.kv.prompt_tokens_details;
   std::lock_guard<std::mutex> lock(stats_mutex_);
+  if (stalled_.count(c.rank) != 0) {
+    stats_[c.rank].running += 1;
+    return;
+  }
   KvCache& cache = caches_.at(c.rank);
   const KvAdmission a = cache.admit(blocks, c.gen.prompt_tokens, static_cast<int>(c.gen.tokens.size()));
   c.kv_id = a.id;
@@ -251,26 +289,56 @@ Engine::Load Engine::load(int rank) {
   return l;
 }
 
-// A whole (not streamed) answer: sleeps until its last token is due.
+// A whole (not streamed) answer: sleeps until its last token is due,
+// counting the tokens generated before each sleep.
 void Engine::pace(const Call& c) {
-  if (latency_.zero()) return;
-  TokenPacer pacer(latency_, c.t0, c.gen.prompt_tokens - c.gpu_hit_tokens - c.cpu_hit_tokens, c.cpu_hit_tokens);
   const int count = static_cast<int>(c.gen.tokens.size());
-  for (int i = 0; i < count; ++i) {
-    const Load l = load(c.rank);
-    const double due = pacer.next_due(l.rank);
-    if (TokenPacer::must_wait(due, now_s(), i, count, TokenPacer::write_interval_s(l.process))) sleep_s(due - now_s());
+  int emitted = 0;
+  if (!latency_.zero()) {
+    TokenPacer pacer(latency_, c.t0, c.gen.prompt_tokens - c.gpu_hit_tokens - c.cpu_hit_tokens, c.cpu_hit_tokens);
+    for (int i = 0; i < count; ++i) {
+      const Load l = load(c.rank);
+      const double due = pacer.next_due(l.rank);
+      if (TokenPacer::must_wait(due, now_s(), i, count, TokenPacer::write_interval_s(l.process))) {
+        generated(c, emitted, i);
+        sleep_s(due - now_s());
+      }
+    }
   }
+  generated(c, emitted, count);
+}
+
+// The call's tokens before index `upto` are generated: counted on its rank
+// (count_generated), `emitted` of them already were. On a stalled rank
+// nothing is counted and this never returns: the request stays running, its
+// stream open, and it gets no more tokens (FAKE_VLLM_STALL_AFTER_S).
+void Engine::generated(const Call& c, int& emitted, int upto) {
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    if (stalled_.count(c.rank) == 0) {
+      count_generated(stats_[c.rank], PromptTokens{c.gen.prompt_tokens, c.gpu_hit_tokens, c.cpu_hit_tokens}, emitted,
+                      upto - emitted);
+      emitted = upto;
+      return;
+    }
+  }
+  logf("stall (FAKE_VLLM_STALL_AFTER_S): %s on data-parallel rank %d gets no more tokens after %d", c.id.c_str(),
+       c.rank, emitted);
+  hold_forever();
 }
 
 // Every frame of one stream: the role chunk, one per token (the last with
 // the finish reason), the usage chunk and [DONE], each token when the
 // latency model has it due (TokenPacer: frames due close together go out in
 // one write). False once the client is gone. Sets ttft when the first token
-// went out.
+// went out. Each write counts the tokens it carries as generated, so on a
+// stalled rank no more chunk leaves (generated holds).
 bool Engine::send_stream(const Call& call, http::DataSink& sink, double& ttft) {
   std::string pending;
+  int queued = 0;   // tokens put in frames so far
+  int emitted = 0;  // of them, counted as generated
   auto flush = [&] {
+    generated(call, emitted, queued);
     const bool ok = pending.empty() || sink.write(pending.data(), pending.size());
     pending.clear();
     return ok;
@@ -293,6 +361,7 @@ bool Engine::send_stream(const Call& call, http::DataSink& sink, double& ttft) {
     const bool last = i + 1 == count;
     pending += sse_chunk(call, nullptr, &call.gen.tokens[static_cast<std::size_t>(i)],
                          last ? call.gen.finish_reason.c_str() : nullptr, false);
+    queued = i + 1;
     if (i == 0) {
       if (!flush()) return false;
       ttft = now_s() - call.t0;
@@ -315,11 +384,6 @@ void Engine::finish_stats(const Call& c, double ttft, bool ok) {
     ++s.aborted;
     return;
   }
-  s.prompt_tokens += static_cast<unsigned long long>(c.gen.prompt_tokens);
-  s.prompt_local_hit += static_cast<unsigned long long>(c.gpu_hit_tokens);
-  s.prompt_external += static_cast<unsigned long long>(c.cpu_hit_tokens);
-  s.prompt_local_compute += static_cast<unsigned long long>(c.gen.prompt_tokens - c.gpu_hit_tokens - c.cpu_hit_tokens);
-  s.generation_tokens += c.gen.tokens.size();
   (c.gen.finish_reason == "stop" ? s.success_stop : s.success_length) += 1;
   s.e2e.observe(now_s() - c.t0);
   s.ttft.observe(ttft);

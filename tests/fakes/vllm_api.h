@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,15 +27,26 @@ namespace ixfake::vllm {
 // (cfg().layout.served_ranks); a request counts as running in stats_, and
 // holds its blocks in caches_, from the parsed request to the last byte sent
 // (or the stream's abort); stats_[r].kv is caches_[r]'s latest snapshot.
+// Once a rank is in stalled_, its stats_ entry never changes again except
+// `running`, which counts the requests that arrive for it (held forever).
 class Engine {
  public:
   explicit Engine(Config cfg);
 
   const Config& cfg() const { return cfg_; }
-  // FAKE_VLLM_HANG_AFTER_S: once true, every request blocks forever.
-  std::atomic<bool> hang{false};
 
-  // Routes, the hang check, the error bodies and the access log.
+  // FAKE_VLLM_HANG_AFTER_S: from now on every request is held before
+  // routing, forever; streams already open go on.
+  void hang();
+  // FAKE_VLLM_STALL_AFTER_S: token generation stops on the ranks the
+  // switches name (stalled_ranks): their requests, running and new, get no
+  // more tokens and stay running; /health and /metrics keep answering. With
+  // FAKE_VLLM_STALL_METRICS the API server's event loop wedges as well:
+  // every served rank stalls and every request, /health and /metrics
+  // included, is held (tests/fakes/README.md, "Fault switches").
+  void stall();
+
+  // Routes, the hold check, the error bodies and the access log.
   void install(http::Server& svr);
 
  private:
@@ -48,6 +60,7 @@ class Engine {
   void stream(http::Response& res, const Call& c);
   bool send_stream(const Call& call, http::DataSink& sink, double& ttft);
   void pace(const Call& c);
+  void generated(const Call& c, int& emitted, int upto);
   // The sequences running on `rank` and in the whole process.
   struct Load {
     long rank = 0;
@@ -61,6 +74,8 @@ class Engine {
   std::mutex stats_mutex_;
   std::map<int, RankStats> stats_;  // guarded by stats_mutex_
   std::map<int, KvCache> caches_;   // guarded by stats_mutex_: one KV cache per rank, so a moved session misses
+  std::set<int> stalled_;           // guarded by stats_mutex_: ranks whose generation stopped for good
+  std::atomic<const char*> hold_{nullptr};  // why every request is held (a fault's log tag); null: serving
   std::atomic<unsigned long long> next_id_{1};
 };
 

@@ -1,8 +1,6 @@
 #include "vllm_headless.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -98,7 +96,7 @@ void run_headless(const Config& cfg) {
        l.local_ranks.size(), describe_layout(l).c_str(), name.c_str());
   if (sw.never_join) {
     logf("fault FAKE_VLLM_NEVER_JOIN: this node never connects to the head node at %s", name.c_str());
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    hold_forever();
   }
   const double deadline = now_s() + sw.join_timeout_s;
   std::shared_ptr<LineSocket> link = connect_head(l, name, sw.join_timeout_s);
@@ -111,9 +109,8 @@ void run_headless(const Config& cfg) {
   log_kv_cache_size(cfg.kv.gpu_tokens(), cfg.max_model_len);
   link->send_line(kReady);
   logf("engines loaded; told the head node READY");
-  static std::atomic<bool> hang{false};  // no API here to hang
-  fault_loop(sw, hang, now_s());
-  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  fault_loop(sw, ApiFaults{}, now_s());  // no API here to hang or stall
+  hold_forever();
 }
 
 }  // namespace ixfake::vllm

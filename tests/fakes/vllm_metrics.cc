@@ -129,6 +129,17 @@ void Histogram::observe(double v) {
   ++count;
 }
 
+void count_generated(RankStats& s, const PromptTokens& prompt, int before, int tokens) {
+  if (tokens <= 0) return;
+  if (before == 0) {
+    s.prompt_tokens += static_cast<unsigned long long>(prompt.total);
+    s.prompt_local_hit += static_cast<unsigned long long>(prompt.gpu_hit);
+    s.prompt_external += static_cast<unsigned long long>(prompt.cpu_hit);
+    s.prompt_local_compute += static_cast<unsigned long long>(prompt.total - prompt.gpu_hit - prompt.cpu_hit);
+  }
+  s.generation_tokens += static_cast<unsigned long long>(tokens);
+}
+
 std::vector<double> latency_buckets() {
   return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0};
 }

@@ -35,5 +35,22 @@ TEST(VllmMetrics, RendersPerRankFamilies) {
             std::string::npos);
 }
 
+TEST(VllmMetrics, TokensCountAsGeneratedAndThePromptWithTheFirst) {
+  RankStats s;
+  const PromptTokens prompt{100, 64, 16};
+  count_generated(s, prompt, 0, 0);  // a role chunk carries no token: no prefill yet
+  EXPECT_EQ(s.prompt_tokens, 0u);
+  count_generated(s, prompt, 0, 3);
+  EXPECT_EQ(s.prompt_tokens, 100u);
+  EXPECT_EQ(s.generation_tokens, 3u);
+  count_generated(s, prompt, 3, 2);
+  EXPECT_EQ(s.prompt_tokens, 100u);  // once per request
+  EXPECT_EQ(s.generation_tokens, 5u);
+  EXPECT_EQ(s.prompt_local_hit, 64u);
+  EXPECT_EQ(s.prompt_external, 16u);
+  EXPECT_EQ(s.prompt_local_compute, 20u);
+  EXPECT_EQ(s.prompt_local_hit + s.prompt_external + s.prompt_local_compute, s.prompt_tokens);
+}
+
 }  // namespace
 }  // namespace ixfake::vllm

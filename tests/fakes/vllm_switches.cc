@@ -52,17 +52,23 @@ bool argv_matches(const std::vector<std::string>& argv, const std::string& only)
   return match;
 }
 
-// FAKE_VLLM_CRASH_ENGINE_RANK: a global rank, so one environment serves
-// every node of a multi-node engine; -1 when this node does not run it.
+// A data-parallel rank switch: a global rank below dp_size, so one
+// environment serves every node and rank process; nullopt when unset.
+std::optional<int> env_rank(const char* name, int dp_size) {
+  auto v = env(name);
+  if (!v) return std::nullopt;
+  auto r = parse_int(*v, 0, 1023);
+  if (!r || *r >= dp_size) env_error(name, *v, "a data-parallel rank below --data-parallel-size");
+  return static_cast<int>(*r);
+}
+
+// FAKE_VLLM_CRASH_ENGINE_RANK as a local rank: -1 when this node does not
+// run it; the last local rank when unset.
 int crash_rank_switch(const std::vector<int>& local_ranks, int dp_size) {
-  int crash_rank = local_ranks.empty() ? -1 : local_ranks.back();
-  if (auto v = env("FAKE_VLLM_CRASH_ENGINE_RANK")) {
-    auto r = parse_int(*v, 0, 1023);
-    if (!r || *r >= dp_size) env_error("FAKE_VLLM_CRASH_ENGINE_RANK", *v, "a data-parallel rank below --data-parallel-size");
-    bool here = std::find(local_ranks.begin(), local_ranks.end(), *r) != local_ranks.end();
-    crash_rank = here ? static_cast<int>(*r) : -1;
-  }
-  return crash_rank;
+  auto r = env_rank("FAKE_VLLM_CRASH_ENGINE_RANK", dp_size);
+  if (!r) return local_ranks.empty() ? -1 : local_ranks.back();
+  bool here = std::find(local_ranks.begin(), local_ranks.end(), *r) != local_ranks.end();
+  return here ? *r : -1;
 }
 
 // A count such as a number of blocks or bytes, from 1 to `max`; nullopt
@@ -99,6 +105,14 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
   auto exit0 = env_seconds("FAKE_VLLM_EXIT0_AFTER_S");
   auto hang = env_seconds("FAKE_VLLM_HANG_AFTER_S");
   int crash_rank = crash_rank_switch(local_ranks, dp_size);
+  auto stall = env_seconds("FAKE_VLLM_STALL_AFTER_S");
+  auto stall_rank = env_rank("FAKE_VLLM_STALL_RANK", dp_size);
+  bool stall_metrics = env_flag("FAKE_VLLM_STALL_METRICS");
+  // Alone they would stall nothing: a test that sets one expects a stall.
+  if (stall_rank && !stall) {
+    env_error("FAKE_VLLM_STALL_RANK", *env("FAKE_VLLM_STALL_RANK"), "FAKE_VLLM_STALL_AFTER_S to be set too");
+  }
+  if (stall_metrics && !stall) env_error("FAKE_VLLM_STALL_METRICS", "1", "FAKE_VLLM_STALL_AFTER_S to be set too");
   if (sw.faults_active) {
     if (delay) sw.start_delay_s = *delay;
     sw.never_ready = never;
@@ -107,6 +121,9 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
     sw.crash_rank = crash_rank;
     sw.exit0_after_s = exit0;
     sw.hang_after_s = hang;
+    sw.stall_after_s = stall;
+    sw.stall_rank = stall_rank;
+    sw.stall_metrics = stall_metrics;
   }
   sw.token_delay_s = env_ms("FAKE_VLLM_TOKEN_DELAY_MS");
   sw.token_delay_per_seq_s = env_ms("FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS");
@@ -122,14 +139,20 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
 void load_model(const Switches& sw) {
   if (sw.never_ready) {
     logf("fault FAKE_VLLM_NEVER_READY: the engines never finish loading");
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    hold_forever();
   }
   logf("waiting for engine cores to load the model (%.3f s)", sw.start_delay_s);
   sleep_s(sw.start_delay_s);
 }
 
-void fault_loop(const Switches& sw, std::atomic<bool>& hang, double ready_at) {
-  enum class Kind { kCrash, kExit0, kHang };
+std::vector<int> stalled_ranks(const std::optional<int>& stall_rank, const std::vector<int>& served) {
+  if (!stall_rank) return served;
+  if (std::find(served.begin(), served.end(), *stall_rank) == served.end()) return {};
+  return {*stall_rank};
+}
+
+void fault_loop(const Switches& sw, const ApiFaults& api, double ready_at) {
+  enum class Kind { kCrash, kExit0, kHang, kStall };
   struct Event {
     double at;
     Kind kind;
@@ -138,6 +161,7 @@ void fault_loop(const Switches& sw, std::atomic<bool>& hang, double ready_at) {
   if (sw.crash_engine_after_s) events.push_back({ready_at + *sw.crash_engine_after_s, Kind::kCrash});
   if (sw.exit0_after_s) events.push_back({ready_at + *sw.exit0_after_s, Kind::kExit0});
   if (sw.hang_after_s) events.push_back({ready_at + *sw.hang_after_s, Kind::kHang});
+  if (sw.stall_after_s) events.push_back({ready_at + *sw.stall_after_s, Kind::kStall});
   std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.at < b.at; });
   for (const auto& e : events) {
     sleep_s(e.at - now_s());
@@ -151,11 +175,28 @@ void fault_loop(const Switches& sw, std::atomic<bool>& hang, double ready_at) {
         break;
       case Kind::kExit0: shutdown_and_exit(0, "fault FAKE_VLLM_EXIT0_AFTER_S: API server exits with status 0");
       case Kind::kHang:
+        if (!api.hang) {
+          logf("fault FAKE_VLLM_HANG_AFTER_S: no API server on this node; nothing hangs here");
+          break;
+        }
         logf("fault FAKE_VLLM_HANG_AFTER_S: the API server stops answering (the process stays alive)");
-        hang.store(true);
+        api.hang();
+        break;
+      case Kind::kStall:
+        if (!api.stall) {
+          // The head's API server generates every rank's tokens (the fake
+          // executes nothing remotely), so the head applies the stall.
+          logf("fault FAKE_VLLM_STALL_AFTER_S: no API server on this node; the head's API server applies it");
+          break;
+        }
+        api.stall();
         break;
     }
   }
+}
+
+void hold_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 }  // namespace ixfake::vllm

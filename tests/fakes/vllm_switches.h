@@ -3,7 +3,7 @@
 // switches"), and fault_loop, which fires the timed ones once ready.
 #pragma once
 
-#include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +25,9 @@ struct Switches {
   int crash_rank = -1;             // a local rank once faults_active; -1: none on this node
   std::optional<double> exit0_after_s;
   std::optional<double> hang_after_s;
+  std::optional<double> stall_after_s;  // FAKE_VLLM_STALL_AFTER_S: token generation stops
+  std::optional<int> stall_rank;        // FAKE_VLLM_STALL_RANK: a global rank; nullopt: every rank
+  bool stall_metrics = false;           // FAKE_VLLM_STALL_METRICS: the API server's event loop wedges too
   double token_delay_s = 0;        // not a fault: per generated token (vllm_latency.h)
   double token_delay_per_seq_s = 0;  // not a fault: added per other sequence on the rank
   double prefill_s_per_1k = 0;     // not a fault: per 1000 prompt tokens
@@ -38,17 +41,35 @@ struct Switches {
 // Reads the environment for a process with this argv (matched against
 // FAKE_VLLM_FAULT_ONLY_IF_ARG) running local_ranks of dp_size (the default
 // crash rank is the last local one; FAKE_VLLM_CRASH_ENGINE_RANK names a
-// global rank, and crashes nothing on a node that does not run it). A
-// malformed value prints why and exits 2.
+// global rank, and crashes nothing on a node that does not run it;
+// FAKE_VLLM_STALL_RANK is a global rank below dp_size too). A malformed
+// value, or FAKE_VLLM_STALL_RANK or FAKE_VLLM_STALL_METRICS=1 without
+// FAKE_VLLM_STALL_AFTER_S (they would stall nothing), prints why and exits 2.
 Switches parse_switches(const std::vector<std::string>& argv, const std::vector<int>& local_ranks, int dp_size);
 
 // The "model load": sleeps FAKE_VLLM_START_DELAY_S, or forever with
 // FAKE_VLLM_NEVER_READY (the caller never becomes ready).
 void load_model(const Switches& sw);
 
+// The ranks a stall stops among those this process serves: stall_rank if it
+// is one of them (none otherwise: another process or node serves it), else
+// every served rank.
+std::vector<int> stalled_ranks(const std::optional<int>& stall_rank, const std::vector<int>& served);
+
+// The timed faults only the API server can apply (vllm_api.h); both are
+// empty on a headless node, which has no API.
+struct ApiFaults {
+  std::function<void()> hang;   // FAKE_VLLM_HANG_AFTER_S: hold every request from now on
+  std::function<void()> stall;  // FAKE_VLLM_STALL_AFTER_S: stop token generation
+};
+
 // Sleeps until each timed fault is due (ready_at + its delay, in order) and
-// fires it: crash an EngineCore, exit 0, or set `hang`. Runs in its own
-// thread; returns when none is left.
-void fault_loop(const Switches& sw, std::atomic<bool>& hang, double ready_at);
+// fires it: crash an EngineCore, exit 0, or ask the API to hang or stall.
+// Runs in its own thread; returns when none is left.
+void fault_loop(const Switches& sw, const ApiFaults& api, double ready_at);
+
+// What a fault does to a thread that must never answer again: sleeps until
+// the process ends (a signal's shutdown_and_exit), forever.
+[[noreturn]] void hold_forever();
 
 }  // namespace ixfake::vllm
