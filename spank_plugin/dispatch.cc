@@ -38,7 +38,8 @@ struct PluginState {
 };
 PluginState g_state;
 
-enum OptionId { kArm = 1, kRecipe, kConc, kEvalOnly, kReadyTimeout, kPlacement, kKvOffload, kKvOffloadDramGb };
+enum OptionId { kArm = 1, kRecipe, kConc, kEvalOnly, kReadyTimeout, kPlacement, kKvOffload, kKvOffloadDramGb,
+                kHangAfter };
 
 // A numeric option's value: kept when it parsed (0), else refused with the
 // parser's message (-1).
@@ -62,6 +63,7 @@ int OnOption(int val, const char* optarg, int /*remote*/) noexcept {
       case kKvOffload: g_state.options.kv_offload = value; break;
       case kKvOffloadDramGb: return SetNumber(ix::ParseKvOffloadDramGb(value), g_state.options.kv_offload_dram_gb);
       case kReadyTimeout: return SetNumber(ix::ParseReadyTimeout(value), g_state.options.ready_timeout_s);
+      case kHangAfter: return SetNumber(ix::ParseHangAfter(value), g_state.options.hang_after_s);
       case kConc: return SetNumber(ix::ParseConcurrency(value), g_state.options.conc);
       default: return -1;
     }
@@ -97,6 +99,10 @@ struct spank_option kOptions[] = {
     {const_cast<char*>("inferencex-kv-offload-dram-gb"), const_cast<char*>("GB"),
      const_cast<char*>("InferenceX: host DRAM of the KV offload tier for the step, in GB (TOTAL_CPU_DRAM_GB)"), 1,
      kKvOffloadDramGb, OnOption},
+    {const_cast<char*>("inferencex-hang-after"), const_cast<char*>("SECONDS|off"),
+     const_cast<char*>("InferenceX: end the step when a server is busy without progress this long "
+                       "(1..86400; default: the recipe's hang.after; off: no hang detection)"),
+     1, kHangAfter, OnOption},
 };
 
 // Runs `hook` only in slurmstepd for a step that uses the plugin, catching

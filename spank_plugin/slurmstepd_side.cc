@@ -222,6 +222,7 @@ Result<Recipe> RenderStep(spank_t sp, const PluginArgs& args, const StepOptions&
   s.request.eval_only = o.eval_only;
   s.request.kv_offload = o.kv_offload.value_or("");
   s.request.total_cpu_dram_gb = o.kv_offload_dram_gb.value_or(0);
+  if (o.hang_after_s) s.request.hang_after_s = static_cast<double>(*o.hang_after_s);
   // ix-stepd writes the tier's files there before anything starts.
   const std::string results = JobEnv(sp, "IX_RESULT_DIR").value_or("");
   s.request.result_dir = results.empty() ? args.run_dir + "/" + s.step_id + "/results" : results;

@@ -72,6 +72,13 @@ Result<int64_t> ParseKvOffloadDramGb(const std::string& text) {
   return ParseBounded("--inferencex-kv-offload-dram-gb", text, kMaxKvOffloadDramGb, "a number of GB");
 }
 
+Result<int64_t> ParseHangAfter(const std::string& text) {
+  if (text == "off") return int64_t{0};
+  Result<int64_t> s = ParseBounded("--inferencex-hang-after", text, HangPolicy::kMaxHangAfterS, "a number of seconds");
+  if (!s) return Error{s.error().message + ", or off"};
+  return s;
+}
+
 Result<int64_t> ParseReadyTimeout(const std::string& text) {
   return ParseBounded("--inferencex-ready-timeout", text, kMaxReadyTimeoutS, "a number of seconds");
 }
@@ -148,6 +155,7 @@ Result<Recipe> LoadCheckedRecipe(const StepOptions& o, const std::string& recipe
   if (Status k = CheckKvOffload(o, recipe.value()); !k) return k.error();
   req.kv_offload = o.kv_offload.value_or("");
   req.total_cpu_dram_gb = o.kv_offload_dram_gb.value_or(0);
+  if (o.hang_after_s) req.hang_after_s = static_cast<double>(*o.hang_after_s);
   Result<LaunchPlan> plan = RenderDryRun(recipe.value(), req);
   if (!plan) return plan.error();
   return recipe;

@@ -23,9 +23,11 @@ struct StepOptions {
   std::optional<std::string> placement;    // strict (default) | warn
   std::optional<std::string> kv_offload;   // a KV offload tier of the recipe, or none (the default)
   std::optional<int64_t> kv_offload_dram_gb;  // the tier's host DRAM for the step (InferenceX's TOTAL_CPU_DRAM_GB)
+  std::optional<int64_t> hang_after_s;        // 0: off; unset: the recipe's hang.after
 
   bool Active() const {
-    return arm || recipe || conc || eval_only || ready_timeout_s || placement || kv_offload || kv_offload_dram_gb;
+    return arm || recipe || conc || eval_only || ready_timeout_s || placement || kv_offload || kv_offload_dram_gb ||
+           hang_after_s;
   }
 };
 
@@ -38,6 +40,9 @@ constexpr int64_t kMaxKvOffloadDramGb = 1'000'000;    // 1 PB: far beyond a node
 Result<int64_t> ParseConcurrency(const std::string& text);
 // Parses the value of --inferencex-ready-timeout: 1..kMaxReadyTimeoutS seconds.
 Result<int64_t> ParseReadyTimeout(const std::string& text);
+// Parses the value of --inferencex-hang-after: 1..HangPolicy::kMaxHangAfterS
+// seconds, or "off" (0).
+Result<int64_t> ParseHangAfter(const std::string& text);
 // Parses the value of --inferencex-kv-offload-dram-gb: 1..kMaxKvOffloadDramGb GB.
 Result<int64_t> ParseKvOffloadDramGb(const std::string& text);
 

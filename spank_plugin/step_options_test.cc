@@ -177,5 +177,29 @@ TEST(StepOptions, ParseReadyTimeout) {
   }
 }
 
+TEST(StepOptions, ParseHangAfter) {
+  EXPECT_EQ(ParseHangAfter("300").value(), 300);
+  EXPECT_EQ(ParseHangAfter("86400").value(), 86400);
+  EXPECT_EQ(ParseHangAfter("off").value(), 0);
+  for (const char* bad : {"0", "86401", "-1", "1.5", "", "OFF", "5s"}) {
+    Result<int64_t> r = ParseHangAfter(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message,
+              "--inferencex-hang-after=" + std::string(bad) + ": expected a number of seconds from 1 to 86400, or off");
+  }
+}
+
+TEST(StepOptions, HangAfterReachesTheRenderCheck) {
+  StepOptions o = Asking("dep4", 64);
+  o.hang_after_s = 0;
+  EXPECT_TRUE(o.Active());
+  EXPECT_EQ(ErrorOf(o), "");
+  o.hang_after_s = 120;
+  EXPECT_EQ(ErrorOf(o), "");
+  StepOptions only;
+  only.hang_after_s = 120;
+  EXPECT_TRUE(only.Active()) << "an option given makes the step the plugin's";
+}
+
 }  // namespace
 }  // namespace ix

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/recipe/launch_plan_hang.h"
 #include "core/recipe/launch_plan_kv_offload.h"
 #include "core/yaml/yaml_reader.h"
 
@@ -252,8 +253,8 @@ class PlanRenderer {
     SetShape();
     AddHostMemory();  // before the tier's, which follow the recipe's
     if (Status s = AddEngines(); !s) return s.error();
+    const Lookup lookup = [this](const std::string& n) { return scope_.Get(n); };
     if (tier_) {  // while the engines are the only processes
-      const Lookup lookup = [this](const std::string& n) { return scope_.Get(n); };
       if (Status s = ApplyKvOffload(*tier_, lookup, what_, plan_); !s) return s.error();
     }
     if (arm_.router && req_.node_rank == 0) {  // the router runs on the head only
@@ -261,6 +262,7 @@ class PlanRenderer {
       if (!router) return router.error();
       plan_.processes.push_back(std::move(router).value());
     }
+    if (Status s = ApplyHang(recipe_, req_, lookup, what_, plan_); !s) return s.error();
     Result<EnvList> client = scope_.RenderEnv(recipe_.client_env);
     if (!client) return client.error();
     Result<EnvList> client_extra = scope_.RenderEnv(arm_.client_env);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,31 @@ struct PlannedFile {
   std::string text;
 };
 
+// One server the hang policy watches: `process` names a process of the plan
+// (an engine, engine-rank<r>, or the router), read at `metrics_url` (ports
+// rendered). While any `busy` gauge is above zero some `progress` counter
+// must move within PlannedHang::after_s; an empty `progress` (the router's
+// only) means the engine checks' progress counters are what must move.
+// With `per_label` set each value of that label (vLLM's `engine`: one DP
+// rank) is judged alone; "" judges the server's samples summed.
+struct HangCheck {
+  std::string process;
+  std::string metrics_url;
+  std::vector<std::string> busy;
+  std::vector<std::string> progress;
+  std::string per_label;
+};
+
+// The step's hang policy (docs/STEP.md): a server busy without progress, or
+// not answering its metrics while its process lives, for after_s seconds is
+// hung. Invariants: after_s > 0; each check names a process of the plan.
+// `checks` may be empty on a node with nothing to watch (a node after the
+// head serves no API: the head's engine check covers its ranks).
+struct PlannedHang {
+  double after_s = 0;
+  std::vector<HangCheck> checks;
+};
+
 // The whole plan; its invariants are at the top of this file.
 struct LaunchPlan {
   std::string recipe;
@@ -102,6 +128,8 @@ struct LaunchPlan {
   std::string kv_offload;
   std::vector<PlannedFile> files;
   std::vector<PlannedProcess> processes;
+  // Absent when the recipe has no `hang:` section or the request turned it off.
+  std::optional<PlannedHang> hang;
   EnvList client_env;
   std::vector<PlannedHostMemory> host_memory;
   EnvList variables;  // every variable as rendered, for the record
@@ -139,6 +167,10 @@ struct RenderRequest {
   std::string kv_offload;
   int64_t total_cpu_dram_gb = 0;
   std::string result_dir;
+  // Seconds without progress after which the step is hung: unset, the
+  // recipe's `hang.after`; 0, off (the plan has no `hang`); otherwise
+  // 0 < s <= HangPolicy::kMaxHangAfterS, and the recipe must have `hang:`.
+  std::optional<double> hang_after_s;
 };
 
 // The port names the arm needs, in order: its ports, then each rank port

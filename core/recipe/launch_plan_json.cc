@@ -124,6 +124,23 @@ void WriteAcrossNodes(Writer& w, const LaunchPlan& plan) {
 }
 
 template <class Writer>
+void WriteHang(Writer& w, const PlannedHang& h) {
+  w.StartObject();
+  w.Key("after_s"); w.Double(h.after_s);
+  w.Key("checks");
+  WriteList(w, h.checks, [](Writer& o, const HangCheck& c) {
+    o.StartObject();
+    o.Key("process"); WriteString(o, c.process);
+    o.Key("metrics_url"); WriteString(o, c.metrics_url);
+    o.Key("busy"); WriteList(o, c.busy, WriteString<Writer>);
+    o.Key("progress"); WriteList(o, c.progress, WriteString<Writer>);
+    o.Key("per_label"); WriteString(o, c.per_label);
+    o.EndObject();
+  });
+  w.EndObject();
+}
+
+template <class Writer>
 void WritePlan(Writer& w, const LaunchPlan& plan) {
   w.StartObject();
   w.Key("recipe"); WriteString(w, plan.recipe);
@@ -150,6 +167,9 @@ void WritePlan(Writer& w, const LaunchPlan& plan) {
     });
   }
   w.Key("processes"); WriteList(w, plan.processes, WriteProcess<Writer>);
+  if (plan.hang) {  // only with a policy: plans without one read as before
+    w.Key("hang"); WriteHang(w, *plan.hang);
+  }
   w.Key("client_env"); WriteEnv(w, plan.client_env);
   w.Key("host_memory"); WriteList(w, plan.host_memory, WriteHostMemory<Writer>);
   w.Key("variables"); WriteEnv(w, plan.variables);
@@ -165,6 +185,12 @@ std::string DisplayArg(const std::string& a) {
   std::string out = "'";
   for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+std::string JoinList(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 std::string Gib(uint64_t bytes) {
@@ -316,6 +342,42 @@ class PlanReader {
     }
   }
 
+  std::vector<std::string> Strings(const rapidjson::Value& o, const char* key, const std::string& path) {
+    std::vector<std::string> out;
+    for (const auto& v : Array(o, key, path).GetArray()) {
+      if (!v.IsString()) Fail(path + "." + key, "holds a non-string");
+      out.emplace_back(v.GetString(), v.GetStringLength());
+    }
+    return out;
+  }
+
+  // The hang policy (absent: none); read after the processes, each check
+  // naming one of them.
+  void Hang(const rapidjson::Value& d, LaunchPlan& plan) {
+    if (!d.HasMember("hang")) return;
+    const rapidjson::Value& h = Member(d, "hang", "plan");
+    PlannedHang hang;
+    const rapidjson::Value& after = Member(h, "after_s", "hang");
+    if (!after.IsNumber() || !(after.GetDouble() > 0)) Fail("hang.after_s", "is not a positive number of seconds");
+    hang.after_s = after.GetDouble();
+    const rapidjson::Value& checks = Array(h, "checks", "hang");
+    for (rapidjson::SizeType i = 0; i < checks.Size(); ++i) {
+      const std::string cp = "hang.checks[" + std::to_string(i) + "]";
+      HangCheck c;
+      c.process = Str(checks[i], "process", cp);
+      const bool known = std::any_of(plan.processes.begin(), plan.processes.end(),
+                                     [&](const PlannedProcess& p) { return p.name == c.process; });
+      if (!known) Fail(cp + ".process", "names " + c.process + ", which is not a process of the plan");
+      c.metrics_url = Str(checks[i], "metrics_url", cp);
+      c.busy = Strings(checks[i], "busy", cp);
+      if (c.busy.empty()) Fail(cp + ".busy", "is empty");
+      c.progress = Strings(checks[i], "progress", cp);
+      c.per_label = Str(checks[i], "per_label", cp);
+      hang.checks.push_back(std::move(c));
+    }
+    plan.hang = std::move(hang);
+  }
+
   PlannedHostMemory HostMemory(const rapidjson::Value& v, const std::string& path) {
     PlannedHostMemory h;
     h.name = Str(v, "name", path);
@@ -405,6 +467,7 @@ Result<LaunchPlan> PlanFromJson(const std::string& text, const std::string& wher
     r.KvOffload(d, plan);
     plan.processes = r.List<PlannedProcess>(d, "processes", &PlanReader::Process);
     r.CheckServersFirst(plan);
+    r.Hang(d, plan);
     plan.client_env = r.Env(d, "client_env", top);
     plan.host_memory = r.List<PlannedHostMemory>(d, "host_memory", &PlanReader::HostMemory);
     plan.variables = r.Env(d, "variables", top);
@@ -466,6 +529,16 @@ std::string PlanSummary(const LaunchPlan& plan) {
       }
       s += "  ready when: GET " + r.url +
            (r.kind == ReadinessTemplate::Kind::kHttpOk ? " answers 200" : " lists a model") + "\n";
+    }
+  }
+  if (plan.hang) {
+    char after[32];
+    std::snprintf(after, sizeof after, "%g", plan.hang->after_s);
+    s += std::string("hang: after ") + after + " s busy without progress" + (plan.hang->checks.empty() ? " (nothing to watch on this node)" : "") + "\n";
+    for (const HangCheck& c : plan.hang->checks) {
+      s += "  " + c.process + ": " + c.metrics_url + " busy " + JoinList(c.busy) + ", progress " +
+           (c.progress.empty() ? std::string("the engines'") : JoinList(c.progress)) +
+           (c.per_label.empty() ? "" : ", per " + c.per_label) + "\n";
     }
   }
   s += "client env:";

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/recipe/recipe_check.h"
+#include "core/recipe/recipe_hang.h"
 #include "core/recipe/recipe_kv_offload.h"
 #include "core/yaml/yaml_reader.h"
 
@@ -43,7 +44,7 @@ class Loader {
   Recipe Load(uint32_t root) {
     r_.CheckKeys(root, "",
                  {"schema", "name", "description", "serves", "variables", "cudagraph_capture",
-                  "host_memory", "engine", "router", "client_env", "kv_offload", "arms"});
+                  "host_memory", "engine", "router", "client_env", "kv_offload", "hang", "arms"});
     Recipe recipe;
     recipe.file = r_.file();
     const uint32_t schema = r_.Required(root, "", "schema");
@@ -75,6 +76,7 @@ class Loader {
     }
     if (const uint32_t e = r_.Find(root, "client_env"); e != kNone) recipe.client_env = LoadEnv(e, "client_env");
     if (const uint32_t k = r_.Find(root, "kv_offload"); k != kNone) LoadKvOffloadTiers(r_, k, recipe);
+    if (const uint32_t h = r_.Find(root, "hang"); h != kNone) recipe.hang = LoadHang(r_, h, recipe);
     const uint32_t arms = r_.Required(root, "", "arms");
     r_.RequireMap(arms, "arms");
     if (r_.Size(arms) == 0) r_.Fail(arms, "arms", "at least one arm is required");
@@ -88,12 +90,7 @@ class Loader {
  private:
   static constexpr uint32_t kNone = YamlReader::kNone;
 
-  LocatedTemplate Tmpl(uint32_t node, const std::string& field) {
-    const std::string& source = r_.String(node, field);
-    Result<Template> t = Template::Parse(source);
-    if (!t) r_.Fail(node, field, t.error().message);
-    return LocatedTemplate{std::move(t).value(), SourceRef{r_.Where(node), field}};
-  }
+  LocatedTemplate Tmpl(uint32_t node, const std::string& field) { return LoadTemplate(r_, node, field); }
 
   // Calls fn(name, key, value) for each entry of map `map` at `field`, in
   // written order, after checking that no earlier key has the same text

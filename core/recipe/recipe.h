@@ -219,6 +219,35 @@ struct KvOffloadTier {
   bool Needs(const std::string& builtin) const;
 };
 
+// What progress means for one kind of server under `hang:`: while a `busy`
+// gauge is above zero the server must move a `progress` counter. The
+// metrics are read from `metrics`: with `on_origin` a path ("/metrics") on
+// the origin (scheme://host:port) of the process's first HTTP readiness URL
+// (`metrics:`), else a full URL (`metrics_url:`). Invariants: busy is not
+// empty; every metric name is a Prometheus name; the engine's progress is
+// not empty (the router's may be: then it moves when the engines' does);
+// per_label, when set, is a Prometheus label name whose values (vLLM's
+// `engine`, one per DP rank) are judged apart.
+struct HangServerTemplate {
+  LocatedTemplate metrics;
+  bool on_origin = false;
+  std::vector<std::string> busy;
+  std::vector<std::string> progress;
+  std::string per_label;
+};
+
+// The recipe's `hang:` section: the default time without progress while
+// busy after which a step counts as hung, and what progress is for its
+// engine and router. Invariants: 1 <= after_s <= kMaxHangAfterS; at least
+// one server is given; a router entry only in a recipe with a router.
+struct HangPolicy {
+  static constexpr int64_t kMaxHangAfterS = 86400;
+  int64_t after_s = 0;
+  std::optional<HangServerTemplate> engine;
+  std::optional<HangServerTemplate> router;
+  std::string where;
+};
+
 // A loaded recipe; its invariants are at the top of this file.
 struct Recipe {
   std::string file;
@@ -232,6 +261,7 @@ struct Recipe {
   std::optional<ProcessTemplate> router;
   std::vector<EnvTemplate> client_env;
   std::vector<KvOffloadTier> kv_offload;
+  std::optional<HangPolicy> hang;  // absent: no hang detection
   std::vector<Arm> arms;
 
   const Arm* FindArm(const std::string& name) const;

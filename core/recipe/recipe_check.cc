@@ -53,6 +53,10 @@ class ArmChecker {
       throw YamlError(arm_.where + ": cudagraph_batch_multiplier must be positive");
     }
     for (const KvOffloadTier& tier : recipe_.kv_offload) CheckTier(tier);
+    // The hang policy's URLs render against the arm's scope (not per rank:
+    // a rank engine's origin comes from its own readiness URL).
+    if (recipe_.hang && recipe_.hang->engine) Check(recipe_.hang->engine->metrics, Context{});
+    if (recipe_.hang && recipe_.hang->router && arm_.router) Check(recipe_.hang->router->metrics, Context{});
   }
 
   // A KV offload tier's templates as this arm renders them: the arm's

@@ -66,11 +66,7 @@ class TierLoader {
  private:
   static constexpr uint32_t kNone = YamlReader::kNone;
 
-  LocatedTemplate Tmpl(uint32_t node, const std::string& field) {
-    Result<Template> t = Template::Parse(r_.String(node, field));
-    if (!t) r_.Fail(node, field, t.error().message);
-    return LocatedTemplate{std::move(t).value(), SourceRef{r_.Where(node), field}};
-  }
+  LocatedTemplate Tmpl(uint32_t node, const std::string& field) { return LoadTemplate(r_, node, field); }
 
   // fn(name, key, value) per entry in written order; `8000` and "8000" are
   // two YAML keys but one name here, so the text is checked for repeats.
@@ -282,6 +278,12 @@ void LoadKvOffloadTiers(const YamlReader& r, uint32_t map, Recipe& recipe) {
   }
 }
 
+LocatedTemplate LoadTemplate(const YamlReader& r, uint32_t node, const std::string& field) {
+  Result<Template> t = Template::Parse(r.String(node, field));
+  if (!t) r.Fail(node, field, t.error().message);
+  return LocatedTemplate{std::move(t).value(), SourceRef{r.Where(node), field}};
+}
+
 std::vector<ReadinessTemplate> LoadReadinessList(const YamlReader& r, uint32_t list, const std::string& rf) {
   static const std::vector<std::pair<std::string, ReadinessTemplate::Kind>> kKinds = {
       {"http_ok", ReadinessTemplate::Kind::kHttpOk},
@@ -297,9 +299,7 @@ std::vector<ReadinessTemplate> LoadReadinessList(const YamlReader& r, uint32_t l
     for (const auto& [key, kind] : kKinds) {
       const uint32_t v = r.Find(item, key);
       if (v == YamlReader::kNone) continue;
-      Result<Template> t = Template::Parse(r.String(v, Child(f, key)));
-      if (!t) r.Fail(v, Child(f, key), t.error().message);
-      out.push_back(ReadinessTemplate{kind, LocatedTemplate{std::move(t).value(), SourceRef{r.Where(v), Child(f, key)}}});
+      out.push_back(ReadinessTemplate{kind, LoadTemplate(r, v, Child(f, key))});
     }
   }
   return out;

@@ -18,6 +18,9 @@ namespace ix {
 // Needs recipe.variables loaded (a `when:` may name one).
 void LoadKvOffloadTiers(const YamlReader& r, uint32_t map, Recipe& recipe);
 
+// The template written at `node`, with where it was written.
+LocatedTemplate LoadTemplate(const YamlReader& r, uint32_t node, const std::string& field);
+
 // Readiness checks: each {http_ok: URL}, {models_nonempty: URL} or
 // {tcp_listening: HOST:PORT}.
 std::vector<ReadinessTemplate> LoadReadinessList(const YamlReader& r, uint32_t list, const std::string& field);
