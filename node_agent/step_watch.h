@@ -24,8 +24,8 @@
 #include "core/base/proc_fs.h"
 #include "core/base/result.h"
 #include "core/base/unique_fd.h"
+#include "core/process/hang_watch.h"
 #include "node_agent/gpu_sample.h"
-#include "node_agent/hang_watch.h"
 
 namespace ix {
 

@@ -1,10 +1,11 @@
-#include "node_agent/hang_watch.h"
+#include "core/process/hang_watch.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <vector>
 
 namespace ix {
 namespace {
@@ -178,6 +179,135 @@ TEST(HangWatch, AClockThatStepsBackIsNotAStall) {
   w.Observe(100, 1, 1);
   EXPECT_FALSE(w.Observe(50, 1, 1));
   EXPECT_EQ(w.stalled_for(50), 0);
+}
+
+// Several progress counters (vLLM: generation and prompt tokens), one
+// engine; each reading is busy and the list.
+class HangWatchCountersTest : public ::testing::Test {
+ protected:
+  HangWatch watch{60};
+
+  bool At(double t, std::optional<double> busy, std::vector<std::optional<double>> counters) {
+    return watch.ObserveCounters(t, busy, counters);
+  }
+};
+
+TEST_F(HangWatchCountersTest, EitherCounterMovingIsProgress) {
+  // A long prefill: prompt tokens move, generation tokens stand still.
+  for (int i = 0; i <= 300; ++i) EXPECT_FALSE(At(1000 + i, 4, {500, 100.0 * i})) << i;
+  // Decoding: the other way round.
+  for (int i = 0; i <= 300; ++i) EXPECT_FALSE(At(1301 + i, 4, {500.0 + i, 30000})) << i;
+  EXPECT_FALSE(watch.hung());
+  EXPECT_EQ(watch.stalled_for(1601), 0);
+}
+
+TEST_F(HangWatchCountersTest, BusyWithEveryCounterStillHangsOnce) {
+  EXPECT_FALSE(At(1000, 2, {10, 20}));
+  EXPECT_FALSE(At(1030, 2, {11, 20}));  // progress at 1030
+  EXPECT_FALSE(At(1089, 2, {11, 20}));
+  EXPECT_TRUE(At(1090, 2, {11, 20}));
+  EXPECT_TRUE(watch.hung());
+  EXPECT_FALSE(At(1200, 2, {11, 20}));
+  EXPECT_EQ(watch.last_counters(), (std::vector<std::optional<double>>{11, 20}));
+  EXPECT_FALSE(At(1201, 2, {11, 21}));  // a prompt moved: the episode ends
+  EXPECT_FALSE(watch.hung());
+}
+
+TEST_F(HangWatchCountersTest, OneUnsetCounterIsNoEvidenceOfAStall) {
+  At(1000, 2, {10, 20});
+  EXPECT_FALSE(At(1060, 2, {10, kUnset}));  // the unset one may be the one that moved
+  EXPECT_FALSE(watch.hung());
+  EXPECT_DOUBLE_EQ(watch.stalled_for(1060), 60);  // but the clock is kept
+  EXPECT_TRUE(At(1061, 2, {10, 20}));
+}
+
+TEST_F(HangWatchCountersTest, NoCountersNeverStall) {
+  for (int i = 0; i < 1000; ++i) EXPECT_FALSE(At(1000 + i, 4, {}));
+  EXPECT_FALSE(watch.hung());
+  EXPECT_EQ(watch.stalled_for(2000), 0);
+}
+
+TEST_F(HangWatchCountersTest, AListOfAnotherLengthStartsOver) {
+  At(1000, 2, {10});
+  EXPECT_FALSE(At(1059, 2, {10, 20}));  // read for the first time: a change
+  EXPECT_FALSE(At(1118, 2, {10, 20}));
+  EXPECT_TRUE(At(1119, 2, {10, 20}));
+}
+
+TEST_F(HangWatchCountersTest, OneCounterIsTheTwoArgumentObserve) {
+  HangWatch one(60);
+  for (double t : {1000.0, 1030.0, 1059.0, 1060.0, 1061.0}) {
+    EXPECT_EQ(At(t, 3, {7}), one.Observe(t, 3, 7)) << t;
+    EXPECT_EQ(watch.hung(), one.hung()) << t;
+  }
+  EXPECT_TRUE(one.hung());
+}
+
+// ObserveNoAnswer: the server's process lives and it did not answer.
+TEST_F(HangWatchCountersTest, AnEngineThatNeverAnswersHangsAfterTheThresholdOnce) {
+  EXPECT_FALSE(watch.ObserveNoAnswer(1000));
+  EXPECT_FALSE(watch.ObserveNoAnswer(1059.5));
+  EXPECT_DOUBLE_EQ(watch.stalled_for(1059.5), 59.5);
+  EXPECT_TRUE(watch.ObserveNoAnswer(1060));
+  EXPECT_TRUE(watch.hung());
+  EXPECT_FALSE(watch.ObserveNoAnswer(1061));
+  EXPECT_FALSE(watch.ObserveNoAnswer(5000));
+  EXPECT_TRUE(watch.hung());
+}
+
+TEST_F(HangWatchCountersTest, AnIdleEngineIsNeverHung) {
+  // It answers, with nothing running and counters standing still.
+  for (int i = 0; i <= 1000; ++i) EXPECT_FALSE(At(1000 + i, 0, {10, 20})) << i;
+  EXPECT_FALSE(watch.hung());
+  EXPECT_EQ(watch.stalled_for(2000), 0);
+}
+
+TEST_F(HangWatchCountersTest, AnIdleAnswerBetweenSilencesResetsTheClock) {
+  EXPECT_FALSE(watch.ObserveNoAnswer(1000));
+  EXPECT_FALSE(At(1050, 0, {10, 20}));  // a slow answer, idle
+  EXPECT_EQ(watch.stalled_for(1050), 0);
+  EXPECT_FALSE(watch.ObserveNoAnswer(1051));
+  EXPECT_FALSE(watch.ObserveNoAnswer(1110));
+  EXPECT_TRUE(watch.ObserveNoAnswer(1111));
+  EXPECT_FALSE(At(1112, 0, {10, 20}));  // idle ends the episode
+  EXPECT_FALSE(watch.hung());
+}
+
+TEST_F(HangWatchCountersTest, SilenceContinuesTheStallOfABusyEngine) {
+  At(1000, 4, {10, 20});  // busy, the clock starts
+  EXPECT_FALSE(watch.ObserveNoAnswer(1030));
+  EXPECT_DOUBLE_EQ(watch.stalled_for(1030), 30);
+  EXPECT_TRUE(watch.ObserveNoAnswer(1060));
+}
+
+TEST_F(HangWatchCountersTest, AnAnswerAfterSilenceIsComparedWithTheLastCounters) {
+  At(1000, 4, {10, 20});
+  watch.ObserveNoAnswer(1030);
+  EXPECT_EQ(watch.last_counters(), (std::vector<std::optional<double>>{10, 20}));
+  EXPECT_FALSE(At(1040, 4, {10, 20}));  // the same counters: no progress
+  EXPECT_TRUE(At(1060, 4, {10, 20}));
+  watch.ObserveNoAnswer(1070);
+  EXPECT_FALSE(At(1080, 4, {11, 20}));  // moved: progress ends the episode
+  EXPECT_FALSE(watch.hung());
+  EXPECT_EQ(watch.stalled_for(1080), 0);
+}
+
+TEST_F(HangWatchCountersTest, ProgressAfterSilenceRestartsTheClock) {
+  watch.ObserveNoAnswer(1000);
+  EXPECT_FALSE(At(1050, 4, {10, 20}));  // the first reading: progress
+  EXPECT_EQ(watch.stalled_for(1050), 0);
+  EXPECT_FALSE(watch.ObserveNoAnswer(1109));
+  EXPECT_TRUE(watch.ObserveNoAnswer(1110));
+}
+
+TEST(HangWatch, ACopyCarriesItsCountersAndItsSilence) {
+  HangWatch a(10);
+  a.ObserveCounters(0, 1, {1, 2});
+  a.ObserveNoAnswer(5);
+  HangWatch b = a;
+  EXPECT_EQ(b.last_counters(), a.last_counters());
+  EXPECT_TRUE(b.ObserveNoAnswer(10));
+  EXPECT_TRUE(a.ObserveCounters(10, 1, {1, 2}));  // each its own episode
 }
 
 }  // namespace

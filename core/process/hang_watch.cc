@@ -1,4 +1,4 @@
-#include "node_agent/hang_watch.h"
+#include "core/process/hang_watch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,10 +17,24 @@ std::optional<double> Finite(std::optional<double> v) {
 
 bool HangWatch::Observe(double now, std::optional<double> requests_running,
                         std::optional<double> generation_tokens) {
-  const std::optional<double> running = Finite(requests_running);
-  const std::optional<double> tokens = Finite(generation_tokens);
-  const bool progressed = tokens && (!last_tokens_ || *tokens != *last_tokens_);
-  if (tokens) last_tokens_ = tokens;
+  return ObserveCounters(now, requests_running, {generation_tokens});
+}
+
+bool HangWatch::ObserveCounters(double now, std::optional<double> busy,
+                                const std::vector<std::optional<double>>& counters) {
+  const std::optional<double> running = Finite(busy);
+  if (counters.size() != last_counters_.size()) last_counters_.assign(counters.size(), std::nullopt);
+  bool progressed = false;
+  bool all_read = !counters.empty();
+  for (size_t i = 0; i < counters.size(); ++i) {
+    const std::optional<double> c = Finite(counters[i]);
+    if (!c) {
+      all_read = false;
+      continue;
+    }
+    if (!last_counters_[i] || *c != *last_counters_[i]) progressed = true;
+    last_counters_[i] = c;
+  }
 
   if (running && *running <= 0) {  // idle: nothing to make tokens for
     hung_ = false;
@@ -35,8 +49,14 @@ bool HangWatch::Observe(double now, std::optional<double> requests_running,
     return false;
   }
   // From here: no progress seen. Only a reading of running requests with a
-  // reading of the counter is evidence of a stall.
-  if (!running || !tokens) return false;
+  // reading of every counter is evidence of a stall.
+  if (!running || !all_read) return false;
+  return NoProgress(now);
+}
+
+bool HangWatch::ObserveNoAnswer(double now) { return NoProgress(now); }
+
+bool HangWatch::NoProgress(double now) {
   if (!stalled_since_) stalled_since_ = now;
   if (hung_ || now - *stalled_since_ < hang_after_) return false;
   hung_ = true;

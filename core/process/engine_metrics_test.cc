@@ -1,4 +1,4 @@
-#include "node_agent/engine_metrics.h"
+#include "core/process/engine_metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -167,6 +167,67 @@ TEST(EngineMetrics, CombineIsUnsetWhenAnyEngineIsNot) {
   EXPECT_FALSE(none.generation_tokens.has_value());
 }
 
+TEST(EngineMetrics, SumsPerLabelValue) {
+  const std::map<std::string, double> running =
+      SumPrometheusSamplesBy(kVllmText, kVllmRequestsRunning, kVllmEngineLabel);
+  EXPECT_EQ(running, (std::map<std::string, double>{{"0", 7}, {"1", 5}}));
+  const std::map<std::string, double> tokens =
+      SumPrometheusSamplesBy(kVllmText, kVllmGenerationTokens, kVllmEngineLabel);
+  EXPECT_EQ(tokens, (std::map<std::string, double>{{"0", 123456}, {"1", 150000}}));
+  // Another label: one value for both ranks, summed.
+  EXPECT_EQ(SumPrometheusSamplesBy(kVllmText, kVllmRequestsRunning, "model_name"),
+            (std::map<std::string, double>{{"deepseek-ai/DeepSeek-R1", 12}}));
+  // No sample of the family: an empty map, never a 0.
+  EXPECT_TRUE(SumPrometheusSamplesBy(kVllmText, kVllmPromptTokens, kVllmEngineLabel).empty());
+  EXPECT_TRUE(SumPrometheusSamplesBy("", "m", "engine").empty());
+}
+
+TEST(EngineMetrics, PerLabelSamplesWithoutTheLabelGoUnderEmpty) {
+  const std::string text =
+      "m 1\n"                                 // no labels
+      "m{other=\"x\"} 2\n"                    // other labels only
+      "m{engine=\"\"} 4\n"                    // an empty value
+      "m{engine=\"3\",other=\"y\"} 8\n"
+      "m{other=\"z\", engine=\"3\"} 16\n"     // the label anywhere in the set
+      "mm{engine=\"3\"} 32\n";                // another family
+  EXPECT_EQ(SumPrometheusSamplesBy(text, "m", "engine"), (std::map<std::string, double>{{"", 7}, {"3", 24}}));
+}
+
+TEST(EngineMetrics, PerLabelValuesAreUnescaped) {
+  const std::string text =
+      "m{engine=\"a \\\"q\\\" b\"} 1\n"       // a "q" b
+      "m{engine=\"back\\\\slash\"} 2\n"       // back\slash
+      "m{engine=\"line\\nbreak\"} 3\n"        // a line break
+      "m{engine=\"0\",engine=\"9\"} 4\n";     // twice: the first counts
+  EXPECT_EQ(SumPrometheusSamplesBy(text, "m", "engine"),
+            (std::map<std::string, double>{{"a \"q\" b", 1}, {"back\\slash", 2}, {"line\nbreak", 3}, {"0", 4}}));
+}
+
+TEST(EngineMetrics, PerLabelNonFiniteSamplesAndOverflowsAreNoEvidence) {
+  const std::string text =
+      "m{engine=\"0\"} NaN\n"
+      "m{engine=\"0\"} 2\n"
+      "m{engine=\"1\"} +Inf\n"                        // only a non-finite sample: no value
+      "m{engine=\"2\"} 1.7976931348623157e+308\n"
+      "m{engine=\"2\"} 1.7976931348623157e+308\n"     // overflows: no value
+      "m{engine=\"3\" 5\n";                           // malformed: skipped
+  EXPECT_EQ(SumPrometheusSamplesBy(text, "m", "engine"), (std::map<std::string, double>{{"0", 2}}));
+}
+
+TEST(EngineMetrics, TheFakeEnginesTextIsReadPerRank) {
+  std::map<int, ixfake::vllm::RankStats> stats;  // rank 0 busy, rank 1 idle
+  for (int rank : {0, 1}) {
+    stats[rank].running = rank == 0 ? 3 : 0;
+    stats[rank].generation_tokens = 1000 + 1500 * rank;
+  }
+  const std::string text = ixfake::vllm::render_metrics(stats, "org/model", 0, 4096);
+  const std::map<std::string, double> per_rank = SumPrometheusSamplesBy(text, kVllmGenerationTokens, kVllmEngineLabel);
+  EXPECT_EQ(per_rank, (std::map<std::string, double>{{"0", 1000}, {"1", 2500}}));
+  EXPECT_EQ(ParseEngineMetrics(text).generation_tokens, per_rank.at("0") + per_rank.at("1"));
+  EXPECT_EQ(SumPrometheusSamplesBy(text, kVllmRequestsRunning, kVllmEngineLabel),
+            (std::map<std::string, double>{{"0", 3}, {"1", 0}}));
+}
+
 // Any bytes: random texts, and the real text cut and mutated everywhere,
 // must parse without a crash (the sanitizer build runs this too) and sum to
 // something finite or unset.
@@ -178,6 +239,9 @@ TEST(EngineMetrics, AnyBytesAreSafe) {
     const EngineReading r = ParseEngineMetrics(text);
     EXPECT_TRUE(std::isfinite(r.requests_running.value_or(0))) << text;
     EXPECT_TRUE(std::isfinite(r.generation_tokens.value_or(0))) << text;
+    for (const auto& [label, sum] : SumPrometheusSamplesBy(text, kVllmRequestsRunning, kVllmEngineLabel)) {
+      EXPECT_TRUE(std::isfinite(sum)) << text;
+    }
   };
   for (int i = 0; i < 2000; ++i) {
     std::string text(rng() % 200, ' ');
