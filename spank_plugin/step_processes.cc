@@ -1,9 +1,12 @@
 #include "spank_plugin/step_processes.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "core/process/process.h"
@@ -79,5 +82,24 @@ void KillClientTrees(const std::vector<pid_t>& clients) {
   std::fprintf(stderr, "ix-stepd: SIGKILL to the client tasks: %s\n", names.empty() ? "none left" : names.c_str());
 }
 
+
+std::string FindProgram(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (!path || name.empty() || name.find('/') != std::string::npos) return "";
+  const std::string dirs = path;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t colon = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, colon - start);
+    start = colon + 1;
+    if (dir.empty() || dir[0] != '/') continue;  // a relative PATH entry is the working directory's: not trusted
+    const std::string candidate = dir + "/" + name;
+    struct stat st{};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
 
 }  // namespace ix

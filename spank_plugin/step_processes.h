@@ -27,4 +27,9 @@ std::string NarrowVisibleDevices(const std::optional<std::string>& visible, cons
 // never to this process or what it started. Said on stderr.
 void KillClientTrees(const std::vector<pid_t>& clients);
 
+// The path of program NAME in this process's $PATH (an executable regular
+// file), "" when there is none: the job's tools (py-spy) as its image has
+// them, found without a shell.
+std::string FindProgram(const std::string& name);
+
 }  // namespace ix

@@ -31,5 +31,11 @@ TEST(EngineMetricsUrls, EachEnginesOriginWithMetricsNotTheRouterOrAServer) {
             (std::vector<std::string>{"http://localhost:20001/metrics", "http://localhost:20002/metrics"}));
 }
 
+TEST(FindProgram, AnExecutableOnPathAbsoluteEntriesOnly) {
+  EXPECT_EQ(FindProgram("sh").empty(), false);
+  EXPECT_EQ(FindProgram("ix-no-such-program"), "");
+  EXPECT_EQ(FindProgram("bin/sh"), "");  // a name, not a path
+}
+
 }  // namespace
 }  // namespace ix

@@ -35,6 +35,18 @@ void WriteFields(Writer& w, const FailureRecord& f) {
     w.Key("node"); w.String(f.node.c_str());
     w.Key("node_rank"); w.Int64(f.node_rank);
   }
+  if (!f.cause.empty()) {
+    w.Key("cause"); w.String(f.cause.c_str());
+  }
+  if (!f.hang_json.empty()) {
+    w.Key("hang"); w.RawValue(f.hang_json.c_str(), f.hang_json.size(), rapidjson::kObjectType);
+  }
+  if (!f.diagnosis.empty()) {
+    w.Key("diagnosis");
+    w.StartArray();
+    for (const std::string& d : f.diagnosis) w.String(d.c_str());
+    w.EndArray();
+  }
 }
 
 std::string Text(const rapidjson::StringBuffer& buf) { return std::string(buf.GetString()) + "\n"; }
@@ -87,6 +99,7 @@ Result<FailureRecord> ParseFailureJson(const std::string& text) {
   f.unix_ms = num("time_unix_ms")->GetInt64();
   if (num("pid")) f.pid = static_cast<pid_t>(num("pid")->GetInt64());
   if (str("log_tail")) f.log_tail = str("log_tail")->GetString();
+  if (str("cause")) f.cause = str("cause")->GetString();
   if (str("node") && num("node_rank")) {
     f.node = str("node")->GetString();
     f.node_rank = num("node_rank")->GetInt64();

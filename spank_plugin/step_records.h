@@ -29,6 +29,12 @@ struct FailureRecord {
   std::string node;
   int64_t node_rank = -1;
   int64_t unix_ms = 0;
+  // A hang (the policy's, docs/STEP.md): cause "hang", what hung as a JSON
+  // object (HangFinding::Json), and the diagnosis files written before the
+  // kill. Empty for a crash.
+  std::string cause{};
+  std::string hang_json{};
+  std::vector<std::string> diagnosis{};
 };
 
 std::string FailureJson(const FailureRecord& f);

@@ -17,7 +17,9 @@
 #include "core/process/http_probe.h"
 #include "core/process/process.h"
 #include "core/process/process_watch.h"
+#include "core/process/diagnosis.h"
 #include "core/process/readiness.h"
+#include "spank_plugin/step_hang.h"
 #include "spank_plugin/step_processes.h"
 #include "spank_plugin/step_records.h"
 
@@ -128,7 +130,8 @@ class Supervision {
   int Fail(const std::string& reason) {
     // The record first: whoever sees the client die (srun, a test, the
     // sweep) finds failure.json already there.
-    FailureRecord own{failed_process_, failed_pid_, reason, "", "", -1, failed_ms_ > 0 ? failed_ms_ : UnixMsNow()};
+    FailureRecord own{failed_process_, failed_pid_, reason, "", "", -1, failed_ms_ > 0 ? failed_ms_ : UnixMsNow(),
+                      hang_ ? "hang" : "", hang_ ? hang_->Json() : "", diagnosis_};
     if (!failed_log_.empty()) own.log_tail = TailLinesAt(o_.result_dir_fd, failed_log_, 50);
     if (plan_.nodes > 1) {
       own.node = o_.node_name;
@@ -421,6 +424,15 @@ class Supervision {
         return EndWithHead("no connection to the head " + health.url + " for " + std::to_string(misses[i]) +
                            " probes in a row");
       }
+      if (misses[i] >= o_.health_failures && plan_.hang && !plan_.hang->checks.empty()) {
+        // Alive (its exit is the watch's) and answering nothing: wedged,
+        // a hang under the step's policy, diagnosed before the kill.
+        HangFinding wedged;
+        wedged.process = started_[i].planned->name;
+        wedged.answered = false;
+        wedged.stalled_s = std::chrono::duration<double>(o_.health_interval).count() * misses[i];
+        return Hung(wedged);
+      }
       if (misses[i] >= o_.health_failures) {
         failed_process_ = started_[i].planned->name;
         failed_pid_ = started_[i].spawned.id.pid;
@@ -466,14 +478,64 @@ class Supervision {
     return std::nullopt;
   }
 
+  // One poll of the hang policy (step_hang.h): each watched server's
+  // metrics read once, within half a second.
+  std::optional<int> PollHang(StepHang& policy) {
+    const auto fetch = [this](const std::string& url) -> std::optional<std::string> {
+      ProbeOptions po;
+      po.timeout = std::chrono::milliseconds(500);
+      std::string body;
+      if (!prober_.Get(url, po, &body).ready) return std::nullopt;
+      return body;
+    };
+    const double now = std::chrono::duration<double>(Clock::now() - started_at_).count();
+    std::optional<HangFinding> found = policy.Poll(now, fetch);
+    if (!found) return std::nullopt;
+    return Hung(*found);
+  }
+
+  // A hang: the diagnosis of every server first (bounded: 2 s), then the
+  // step fails as on a crash, failure.json naming the hang and the files.
+  int Hung(const HangFinding& found) {
+    failed_ms_ = UnixMsNow();
+    std::vector<DiagnosisTarget> targets;
+    for (const Started& st : started_) {
+      targets.push_back({st.planned->name, st.spawned.id.pid, st.log});
+      if (st.planned->name == found.process) {
+        failed_pid_ = st.spawned.id.pid;
+        failed_log_ = st.log;
+      }
+    }
+    DiagnosisOptions d;
+    d.result_dir_fd = o_.result_dir_fd;
+    d.result_dir_label = o_.result_dir;
+    d.deadline = Clock::now() + std::chrono::seconds(2);
+    d.py_spy = FindProgram("py-spy");
+    if (o_.result_dir_fd >= 0) d.gpu_rows = TailLinesAt(o_.result_dir_fd, "gpu_metrics.csv", 20);
+    const DiagnosisReport report = DiagnoseProcesses(targets, d);
+    for (const std::string& n : report.notes) std::fprintf(stderr, "ix-stepd: diagnosis: %s\n", n.c_str());
+    diagnosis_ = report.files;
+    hang_ = found;
+    failed_process_ = found.process;
+    std::string files;
+    for (const std::string& f : report.files) files += (files.empty() ? "" : ", ") + f;
+    return Fail("hang: " + found.Describe() + (files.empty() ? "" : "; diagnosis: " + files));
+  }
+
   // Liveness until the step ends: a stop (SIGTERM), the client's exit
-  // (then stopped cleanly), or a failure.
+  // (then stopped cleanly), a failure, or a hang (the plan's policy).
   int WatchUntilEnd() {
     std::vector<int> misses(started_.size(), 0);
     // SIGTERM (the end of the step) interrupts the wait (its handler has no
     // SA_RESTART); the short tick is only a backstop.
     constexpr auto kTick = std::chrono::milliseconds(20);
     auto next_probe = Clock::now() + o_.health_interval;
+    std::optional<StepHang> hang;
+    if (plan_.hang && !plan_.hang->checks.empty()) hang.emplace(*plan_.hang);
+    // Every second, or a quarter of hang_after when that is shorter.
+    const auto hang_every = std::chrono::milliseconds(
+        static_cast<int64_t>(std::min(1000.0, (hang ? hang->after_s() : 4.0) * 250.0)));
+    auto next_hang = Clock::now() + hang_every;
     while (!*stop_requested_) {
       Result<std::optional<ProcessExit>> e = watch_->Wait(kTick);
       if (!e) return Fail(e.error().message);
@@ -483,6 +545,10 @@ class Supervision {
       }
       if (e.value() && IsOwner(*e.value())) return OwnerDied(*e.value());
       if (e.value()) return ServerExited(*e.value());
+      if (hang && Clock::now() >= next_hang) {
+        next_hang = Clock::now() + hang_every;
+        if (std::optional<int> end = PollHang(*hang)) return *end;
+      }
       if (Clock::now() < next_probe) continue;
       next_probe = Clock::now() + o_.health_interval;
       if (std::optional<int> end = ProbeHealth(misses)) return *end;
@@ -511,6 +577,9 @@ class Supervision {
   std::vector<ProcessId> known_;  // descendants seen at readiness
   bool ready_ = false;
   const int64_t started_ms_ = UnixMsNow();
+  const Clock::time_point started_at_ = Clock::now();
+  std::optional<HangFinding> hang_;     // the hang that ended the step
+  std::vector<std::string> diagnosis_;  // its diagnosis files
   std::string failed_process_;
   pid_t failed_pid_ = 0;
   int64_t failed_ms_ = 0;  // when what failed was seen (0: when Fail runs)

@@ -66,7 +66,8 @@ HttpAnswer ParseHttpAnswer(std::string_view raw, bool closed);
 // The prober. Stateless: every probe opens and closes its own connection
 // (a local connect costs tens of microseconds).
 class SocketProber final : public HttpGetProber {
- private:
+ public:
+  // One GET, also for reading a server's /metrics (ix-stepd's hang polls).
   ProbeResult Get(const std::string& url, const ProbeOptions& options, std::string* body) override;
 };
 
