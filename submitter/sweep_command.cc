@@ -75,7 +75,9 @@ const char kClientHelp[] =
     "                    /workspace, where InferenceX's launchers mount it)\n"
     "  --duration SECONDS  agentic entries' DURATION, AIPerf's profiling window (default: the matrix\n"
     "                    entry's, 3600); under 900 AIPerf's unsafe override is on, as in InferenceX's\n"
-    "                    smoke runs\n";
+    "                    smoke runs\n"
+    "  --hang-after SECONDS|off  every step's hang_after (srun --inferencex-hang-after; default: the\n"
+    "                    recipe's hang.after): a hung entry fails with reason hang\n";
 
 const char kStreamHelp[] =
     "\nStream (node agents -> the sweep's collector; kept in sweep.json, so --resume uses the same):\n"
@@ -101,6 +103,7 @@ struct SweepCommandLine {
   ClientDefaults client_defaults;
   SubmitSettings settings;
   StreamOptions stream;
+  std::string hang_after;  // --hang-after: seconds or "off"; "" = the recipe's
   bool dry_run = false, watch = true, no_container = false;
   std::vector<std::string> selection;
   std::vector<std::string> other_options;  // every option but --db and --resume, for the --resume check
@@ -150,6 +153,14 @@ void ShowHelp(std::ostream& out) {
       << kContainerHelp << kClientHelp << kStreamHelp;
 }
 
+// --hang-after as srun's --inferencex-hang-after takes it. Throws Misuse.
+std::string ParseHangAfter(const std::string& text) {
+  if (text == "off") return text;
+  const int64_t s = ParseInt("hang-after", text);
+  if (s < 1 || s > 86400) throw Misuse{"argument --hang-after: expected a number of seconds from 1 to 86400, or off"};
+  return std::to_string(s);
+}
+
 // The sweep's own options come off first; the rest is the matrix selection
 // and the mode. Throws Misuse.
 void ParseSweepOptions(SweepCommandLine& c) {
@@ -170,6 +181,7 @@ void ParseSweepOptions(SweepCommandLine& c) {
     else if (name == "--squash-dir") c.squash_dir = value();
     else if (name == "--model-dir") c.model_dir = value();
     else if (name == "--bench-serving-dir") c.client_defaults.bench_serving_dir = value();
+    else if (name == "--hang-after") c.hang_after = ParseHangAfter(value());
     else if (name == "--duration") {
       c.client_defaults.duration = ParseInt("duration", value());
       if (c.client_defaults.duration < 1) throw Misuse{"argument --duration: must be a number of seconds >= 1"};
@@ -317,6 +329,7 @@ std::optional<int> PlanNewSweep(const SweepCommandLine& c, PlannedSweep& out) {
   m.fail_fast = traits.fail_fast;
   m.client = c.client;
   m.client_defaults = c.client_defaults;
+  m.hang_after = c.hang_after;
   m.settings = c.settings;
   m.container = container.value();
   m.stream.agent_socket = c.stream.agent_socket;

@@ -1,5 +1,5 @@
 // A diagnosis of a step's hung server processes, taken just before
-// ix-stepd kills them (issue 30): for each server's process tree, what the
+// ix-stepd kills them: for each server's process tree, what the
 // kernel says every process and thread is doing (state, wchan, kernel
 // stacks where readable), its open TCP sockets, the end of its log, the
 // GPU rows the caller has, and its Python stacks when a py-spy is given;

@@ -6,7 +6,7 @@
 // engine adds tokens every decode step. For vLLM the counters are
 // generation_tokens_total and prompt_tokens_total: a long prefill moves
 // only the second, a decode only the first, so either moving is progress.
-// The node agent and ix-stepd (issue 30) both decide with this one type.
+// The node agent (which reports) and ix-stepd (which acts) decide with this one type.
 //
 // The rules, one reading at a time (Observe, ObserveCounters):
 // - a counter changed (any change, a drop too: a restarted engine resets

@@ -193,6 +193,17 @@ TEST(StepSrunArgv, TheRowsKvOffloadTierAndItsDram) {
   EXPECT_EQ(StepSrunArgv(m, e, [](const std::string&) { return false; }, m.client).size(), argv.size() - 2);
 }
 
+// --hang-after of the sweep: every step gets it, after the entry's options.
+TEST(StepSrunArgv, TheSweepsHangAfter) {
+  SweepManifest m = OneEntrySweep();
+  const auto nowhere = [](const std::string&) { return false; };
+  const std::vector<std::string> plain = StepSrunArgv(m, m.plan.entries[2], nowhere, m.client);
+  m.hang_after = "off";
+  std::vector<std::string> off = StepSrunArgv(m, m.plan.entries[2], nowhere, m.client);
+  ASSERT_EQ(off.size(), plain.size() + 1);
+  EXPECT_EQ(off[off.size() - m.client.size() - 1], "--inferencex-hang-after=off");
+}
+
 TEST(ContainerSettings, SquashAndModelDirsFromFlagsOrEnvironment) {
   const std::string dir = ::testing::TempDir() + "/squash-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);

@@ -122,6 +122,7 @@ std::vector<std::string> StepSrunArgv(const SweepManifest& m, const PlannedEntry
   argv.push_back("--inferencex-conc=" + std::to_string(e.conc));
   if (e.eval_only) argv.push_back("--inferencex-eval-only");
   for (std::string& a : KvOffloadOptions(e)) argv.push_back(std::move(a));
+  if (!m.hang_after.empty()) argv.push_back("--inferencex-hang-after=" + m.hang_after);
   const std::vector<std::string> client = e.nodes > 1 ? HeadOnly(client_argv) : client_argv;
   argv.insert(argv.end(), client.begin(), client.end());
   return argv;

@@ -160,6 +160,7 @@ std::string ManifestJson(const SweepManifest& m) {
   w.Key("bench_serving_dir"); String(w, m.client_defaults.bench_serving_dir);
   w.Key("duration"); w.Int64(m.client_defaults.duration);
   w.EndObject();
+  w.Key("hang_after"); String(w, m.hang_after);
   WriteSettings(w, m.settings, m.container);
   WriteStream(w, m.stream);
   w.Key("jobs");
@@ -333,6 +334,7 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     m.client_defaults.bench_serving_dir = cd.Str("bench_serving_dir");
     m.client_defaults.duration = cd.Int("duration");
   }
+  if (d.HasMember("hang_after") && d["hang_after"].IsString()) m.hang_after = d["hang_after"].GetString();
   if (d.HasMember("sbatch") && d["sbatch"].IsObject()) {
     const Fields sb{d["sbatch"]};
     m.settings.partition = sb.Str("partition");

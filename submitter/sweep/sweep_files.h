@@ -58,6 +58,9 @@ struct SweepManifest {
   SubmitSettings settings;          // kept, so a resumed submitter submits the same way
   ContainerSettings container;      // what every task's step runs in; kept the same way
   StreamSettings stream;            // events and results through the node agent
+  // Every step's --inferencex-hang-after: seconds, "off", or "" for the
+  // recipe's own hang.after.
+  std::string hang_after;
   SweepPlan plan;
 };
 

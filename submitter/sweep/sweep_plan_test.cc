@@ -182,12 +182,14 @@ TEST(SweepFiles, ManifestRoundTripsAndScriptsQuoteTheirArguments) {
   m.container.enabled = true;
   m.container.squash_dir = "/site/squash";
   m.container.model_dir = "/site/models";
+  m.hang_after = "600";
   m.plan = p.value();
   ASSERT_TRUE(WriteSweepFiles(m).ok());
   Result<SweepManifest> back = ReadSweepManifest(m.sweep_dir);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back.value().client, m.client);
   EXPECT_TRUE(back.value().fail_fast);
+  EXPECT_EQ(back.value().hang_after, "600");
   // A resumed submitter submits with the settings the sweep was started with.
   EXPECT_EQ(back.value().settings.partition, "gpu");
   EXPECT_EQ(back.value().settings.time_limit, "02:00:00");
