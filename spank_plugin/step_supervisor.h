@@ -1,12 +1,15 @@
-// StepSupervisor: the heart of ix-stepd. Starts the processes of a
-// LaunchPlan (engines, then router), each in its own process group with the
+// StepSupervisor: the heart of ix-stepd. Writes a KV offload tier's files
+// into the result directory and starts the processes of a LaunchPlan (a
+// tier's servers, ready before anything else starts; then the engines and
+// the router), each in its own process group with the
 // plan's exact argv and environment (a rank-process engine also gets
 // CUDA_VISIBLE_DEVICES narrowed to its rank's GPUs), logs to the result
 // directory and its placement applied before exec, what it got read back
 // into placement-obtained.json; waits until every readiness check passes;
 // then watches until the step ends. Any exit of a started process, or of a
 // descendant that existed at readiness (vLLM's EngineCore), and N failed
-// health probes in a row, are failures: the client tasks are killed, every
+// health probes in a row, are failures, and so is a hang under the plan's
+// policy (step_hang.h; diagnosed first): the client tasks are killed, every
 // started tree is stopped, failure.json is written and Run returns non-zero.
 //
 // Events (started, placement, ready, failure, finished) go to the node
