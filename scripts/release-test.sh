@@ -63,7 +63,10 @@ if [[ $quick -eq 0 ]]; then
   stage unit "$chroot_sh" "$release" run ctest --test-dir "$build" -L unit -j "$(nproc)" --output-on-failure
 fi
 
-filter=()
+# `container` cannot run in a chroot: a task that joins the container's mount
+# namespace (setns) gets that namespace's root, and pivot_root from inside a
+# chroot leaves the host's root there, not the chroot's (docs/COMPATIBILITY.md).
+filter=(-E '^container$')
 if [[ $quick -eq 1 ]]; then
   filter=(-R '^(local_cluster_start|local_cluster_stop|cluster_smoke|spank_options|step|step_stop|multinode_cluster|multinode_step)$')
 fi
