@@ -56,6 +56,9 @@ echo "$release: Slurm $slurm, $("$chroot_sh" "$release" run sh -c 'g++ --version
 targets=""
 if [[ $quick -eq 1 ]]; then
   targets="spank_inferencex ix-stepd ixctl vllm vllm-router mooncake_master ix-fake-client"
+  # Not built here: an ixsubmit of an earlier full build would be stale, and
+  # multinode_step runs its sweep only when there is one.
+  rm -f "$build/submitter/ixsubmit"
 fi
 stage build "$chroot_sh" "$release" run env IX_BUILD_TARGETS="$targets" scripts/build.sh "$build" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" || exit 1
