@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include "core/process/engine_metrics.h"
 
 namespace ix {
@@ -12,21 +15,6 @@ std::string Number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, v == std::floor(v) && std::fabs(v) < 1e15 ? "%.0f" : "%.3f", v);
   return buf;
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
 }
 
 // The sum of several gauges' samples: unset when none of them has one.
@@ -58,14 +46,30 @@ std::string HangFinding::Describe() const {
 }
 
 std::string HangFinding::Json() const {
-  std::string j = "{\"process\":" + JsonString(process) + ",\"label\":" + JsonString(label) +
-                  ",\"label_value\":" + JsonString(label_value) + ",\"stalled_s\":" + Number(stalled_s) +
-                  ",\"answered\":" + (answered ? "true" : "false") + ",\"busy\":" + (busy ? Number(*busy) : "null") +
-                  ",\"counters\":{";
-  for (size_t i = 0; i < counters.size(); ++i) {
-    j += (i ? "," : "") + JsonString(counters[i].first) + ":" + (counters[i].second ? Number(*counters[i].second) : "null");
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  // Numbers as Describe writes them (whole counters without ".0").
+  const auto number = [&](std::optional<double> v) {
+    if (!v) return (void)w.Null();
+    const std::string text = Number(*v);
+    w.RawValue(text.c_str(), text.size(), rapidjson::kNumberType);  // 1.1.0's RawNumber writes a string
+  };
+  w.StartObject();
+  w.Key("process"); w.String(process.c_str());
+  w.Key("label"); w.String(label.c_str());
+  w.Key("label_value"); w.String(label_value.c_str());
+  w.Key("stalled_s"); number(stalled_s);
+  w.Key("answered"); w.Bool(answered);
+  w.Key("busy"); number(busy);
+  w.Key("counters");
+  w.StartObject();
+  for (const auto& [name, value] : counters) {
+    w.Key(name.c_str());
+    number(value);
   }
-  return j + "}}";
+  w.EndObject();
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
 }
 
 std::optional<HangFinding> StepHang::Poll(double now, const Fetch& fetch) {

@@ -1,9 +1,7 @@
 #include "core/process/diagnosis.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -27,6 +25,7 @@
 #include "core/base/proc_fs.h"
 #include "core/base/text.h"
 #include "core/base/unique_fd.h"
+#include "core/process/tcp_peers.h"
 #include "core/process/process_tree.h"
 
 extern char** environ;
@@ -138,27 +137,6 @@ bool ParseHex(std::string_view s, T& out) {
   return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-// "0100007F:1F90" as "127.0.0.1:8080": the kernel prints an address as
-// 32-bit words in host byte order, 8 hex digits each (so does the table
-// tcp_peers.cc reads); "" when it does not parse.
-std::string KernelEndpoint(std::string_view text) {
-  const size_t colon = text.rfind(':');
-  uint32_t port = 0;
-  if (colon == std::string_view::npos || !ParseHex(text.substr(colon + 1), port)) return "";
-  const std::string_view hex = text.substr(0, colon);
-  const bool v4 = hex.size() == 8;
-  if (!v4 && hex.size() != 32) return "";
-  unsigned char bytes[16];
-  for (size_t w = 0; w < hex.size() / 8; ++w) {
-    uint32_t word = 0;
-    if (!ParseHex(hex.substr(w * 8, 8), word)) return "";
-    std::memcpy(bytes + 4 * w, &word, 4);
-  }
-  char addr[INET6_ADDRSTRLEN];
-  if (!::inet_ntop(v4 ? AF_INET : AF_INET6, bytes, addr, sizeof addr)) return "";
-  return (v4 ? std::string(addr) : "[" + std::string(addr) + "]") + ":" + std::to_string(port);
-}
-
 const char* TcpStateName(unsigned state) {
   static const char* const kNames[] = {"?",         "ESTABLISHED", "SYN_SENT",    "SYN_RECV",   "FIN_WAIT1",
                                        "FIN_WAIT2", "TIME_WAIT",   "CLOSE",       "CLOSE_WAIT", "LAST_ACK",
@@ -178,7 +156,7 @@ void AddTcpTable(std::string_view text, std::map<uint64_t, TcpSocket>& out) {
     unsigned state = 0;
     uint64_t inode = 0;
     if (f.size() < 10 || !ParseHex(f[3], state) || !ParseUnsigned(f[9], inode) || inode == 0) continue;
-    TcpSocket s{KernelEndpoint(f[1]), KernelEndpoint(f[2]), TcpStateName(state)};
+    TcpSocket s{KernelEndpointText(f[1]), KernelEndpointText(f[2]), TcpStateName(state)};
     if (!s.local.empty()) out[inode] = std::move(s);
   }
 }

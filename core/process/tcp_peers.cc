@@ -62,6 +62,23 @@ std::optional<Addr16> ParseKernelAddr(std::string_view hex) {
 
 }  // namespace
 
+std::string KernelEndpointText(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == text.size() || text.size() - colon - 1 > 4) return "";
+  unsigned port = 0;
+  for (char c : text.substr(colon + 1)) {
+    const int d = HexDigit(c);
+    if (d < 0) return "";
+    port = (port << 4) | static_cast<unsigned>(d);
+  }
+  const std::optional<Addr16> a = ParseKernelAddr(text.substr(0, colon));
+  if (!a) return "";
+  const bool v4 = colon == 8;
+  char addr[INET6_ADDRSTRLEN];
+  if (!::inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? a->data() + 12 : a->data(), addr, sizeof addr)) return "";
+  return (v4 ? std::string(addr) : "[" + std::string(addr) + "]") + ":" + std::to_string(port);
+}
+
 bool TableHasEstablishedTo(std::string_view table, const std::string& addr) {
   const std::optional<Addr16> want = ParseAddr(addr);
   if (!want) return false;

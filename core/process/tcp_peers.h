@@ -19,6 +19,10 @@ namespace ix {
 // A malformed line is skipped. Pure.
 bool TableHasEstablishedTo(std::string_view table, const std::string& addr);
 
+// An endpoint as those tables print it ("0100007F:1F90") in the usual
+// notation ("127.0.0.1:8080", "[::1]:8080"); "" when it does not parse. Pure.
+std::string KernelEndpointText(std::string_view text);
+
 // The same over this namespace's /proc/net/tcp and /proc/net/tcp6; an
 // Error when `addr` is not a numeric address or neither table can be read.
 Result<bool> HasEstablishedTo(const std::string& addr);

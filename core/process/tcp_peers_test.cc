@@ -64,5 +64,13 @@ TEST(TcpPeersTest, SeesALiveLoopbackConnection) {
   ::close(server);
 }
 
+TEST(TcpPeers, KernelEndpointsInTheUsualNotation) {
+  EXPECT_EQ(KernelEndpointText("0100007F:1F90"), "127.0.0.1:8080");
+  EXPECT_EQ(KernelEndpointText("00000000000000000000000001000000:0050"), "[::1]:80");
+  EXPECT_EQ(KernelEndpointText("0100007F"), "");
+  EXPECT_EQ(KernelEndpointText("0100007G:1F90"), "");
+  EXPECT_EQ(KernelEndpointText("0100007F:12345"), "");
+}
+
 }  // namespace
 }  // namespace ix

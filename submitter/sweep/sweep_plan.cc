@@ -72,6 +72,16 @@ Result<const Recipe*> RecipeFor(const PlanContext& ctx, const MatrixEntry& e) {
   return &ctx.index.recipes.at(r->second);
 }
 
+// A row's place: "FILE:LINE:COL" of its search-space entry.
+std::string RowFileLine(const MatrixEntry& e) {
+  return e.config->file + ":" + std::to_string(e.ss->line) + ":" + std::to_string(e.ss->column);
+}
+
+// "config 'KEY' (FILE:LINE:COL, PATH)": the row an error is about.
+std::string RowWhere(const MatrixEntry& e) {
+  return "config '" + e.config->key + "' (" + RowFileLine(e) + ", " + e.ss->path + ")";
+}
+
 // Whether `recipe` renders `arm` at `conc`, with the row's KV offload tier
 // and DRAM when it has one: a concurrency the recipe refuses (dep4 at an
 // odd one) or a tier's bad template is found here, not an hour into the
@@ -105,8 +115,7 @@ Status CheckHostDram(const MatrixEntry& e, const LaunchPlan& plan) {
   }
   const uint64_t have = static_cast<uint64_t>(e.hardware->available_cpu_dram_mib) * 1048576;
   if (need <= have) return Ok{};
-  return Error{"config '" + e.config->key + "' (" + e.config->file + ":" + std::to_string(e.ss->line) + ":" +
-               std::to_string(e.ss->column) + ", " + e.ss->path + "): the step's host memory " +
+  return Error{RowWhere(e) + ": the step's host memory " +
                parts + " = " + FormatBytes(need) + " per node does not fit runner '" + *e.runner + "' (hardware " +
                "available-cpu-dram-mib " + std::to_string(e.hardware->available_cpu_dram_mib) + " = " + FormatBytes(have) +
                "); the tier gets " + std::to_string(e.total_cpu_dram_gb) +
@@ -119,8 +128,7 @@ Status CheckKvOffload(const MatrixEntry& e, const Recipe& recipe) {
   if (!e.ss->kv_offload_backend || recipe.FindKvOffload(e.ss->kv_offload_backend->name)) return Ok{};
   std::string allowed;
   for (const KvOffloadTier& t : recipe.kv_offload) allowed += (allowed.empty() ? "" : ", ") + t.name;
-  return Error{"config '" + e.config->key + "' (" + e.config->file + ":" + std::to_string(e.ss->line) + ":" +
-               std::to_string(e.ss->column) + ", " + e.ss->path + ") field 'kv-offload-backend': '" +
+  return Error{RowWhere(e) + " field 'kv-offload-backend': '" +
                e.ss->kv_offload_backend->name + "' is not a KV offload tier recipe " + recipe.name +
                " serves; allowed: " + (allowed.empty() ? "none (it serves no offload tier)" : allowed)};
 }
@@ -192,7 +200,7 @@ Status AddEntry(const PlanContext& ctx, const WorkItem& item, PlannedJob& job) {
 // one per concurrency), or the entry in `skipped` with why it cannot run.
 void AddMultinodeItems(const PlanContext& ctx, const MatrixEntry& e, std::vector<WorkItem>& items) {
   SkippedEntry skip{e.config->key,
-                    e.config->file + ":" + std::to_string(e.ss->line) + ":" + std::to_string(e.ss->column),
+                    RowFileLine(e),
                     e.ss->path, {}, ""};
   const auto skipped = [&](std::vector<int64_t> concs, std::string reason) {
     skip.concs = std::move(concs);
