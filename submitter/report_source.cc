@@ -43,6 +43,28 @@ std::string Placement(const std::string& dir) {
   return out;
 }
 
+bool IsDiagnosis(const std::string& name) {
+  return name.size() > 14 && name.rfind("diagnosis-", 0) == 0 && name.compare(name.size() - 4, 4, ".txt") == 0;
+}
+
+// A hung step's diagnoses (docs/STEP.md, "Hangs"): the head's in the result
+// directory, another node's in its nodeK/ beside them, the node first.
+void DiagnosisLinks(const EntryResults& e, const std::string& report_dir, ReportEntry& r) {
+  for (const std::string& f : e.files) {
+    if (IsDiagnosis(f)) r.logs.emplace_back(f, RelativeTo(e.result_dir + "/" + f, report_dir));
+  }
+  for (const std::string& f : e.files) {
+    if (f.size() < 5 || f.rfind("node", 0) != 0 || f.find_first_not_of("0123456789", 4) != std::string::npos) continue;
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& d : std::filesystem::directory_iterator(e.result_dir + "/" + f, ec)) {
+      if (IsDiagnosis(d.path().filename().string())) names.push_back(d.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& n : names) r.logs.emplace_back(f + "/" + n, RelativeTo(e.result_dir + "/" + f + "/" + n, report_dir));
+  }
+}
+
 // The files of an entry worth a link, in this order, when present.
 void Links(const EntryResults& e, const std::string& report_dir, ReportEntry& r) {
   const char* wanted[] = {"step.log", "server.log", "router.log", "failure.json", "status.json", "benchmark.env",
@@ -53,6 +75,7 @@ void Links(const EntryResults& e, const std::string& report_dir, ReportEntry& r)
       if (f == w) r.logs.emplace_back(f, RelativeTo(e.result_dir + "/" + f, report_dir));
     }
   }
+  DiagnosisLinks(e, report_dir, r);
   if (!e.agg_path.empty()) r.logs.emplace_back("agg result", RelativeTo(e.agg_path, report_dir));
   if (!IsAgentic(r)) return;
   const std::string aggregate = AgenticAggregateName(e.result_dir);

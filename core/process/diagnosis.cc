@@ -27,6 +27,7 @@
 #include "core/base/unique_fd.h"
 #include "core/process/tcp_peers.h"
 #include "core/process/process_tree.h"
+#include "core/process/signal_dump.h"
 
 extern char** environ;
 
@@ -500,8 +501,10 @@ void ReadTree(TreeDiagnosis& tree, SocketTables& sockets, const DiagnosisOptions
   }
 }
 
-// The rest of one target's file: its log's end, the GPUs, its py-spy dumps.
-void FinishTree(TreeDiagnosis& tree, size_t index, const std::vector<PySpyRun>& runs, const DiagnosisOptions& options) {
+// The rest of one target's file: its log's end, the GPUs, its faulthandler
+// and py-spy dumps.
+void FinishTree(TreeDiagnosis& tree, size_t index, const std::vector<PySpyRun>& runs, const SignalDump& dump,
+                const DiagnosisOptions& options, size_t cap) {
   const DiagnosisTarget& t = *tree.target;
   if (!t.log.empty()) {
     const std::string tail = TailLinesAt(options.result_dir_fd, t.log, options.log_lines);
@@ -510,6 +513,7 @@ void FinishTree(TreeDiagnosis& tree, size_t index, const std::vector<PySpyRun>& 
     if (tail.empty()) tree.notes.Add("log " + Printable(t.log) + ": empty or unreadable");
   }
   if (!options.gpu_rows.empty()) AppendBlock(tree.text += "\n== gpus\n", options.gpu_rows);
+  tree.text += DumpSection(dump, options.result_dir_fd, cap);
   for (const PySpyRun& r : runs) {
     if (r.tree != index) continue;
     tree.text += "\n== py-spy dump --pid " + std::to_string(r.target) + ": " + r.outcome + "\n";
@@ -527,10 +531,14 @@ void Diagnose(const std::vector<DiagnosisTarget>& targets, const DiagnosisOption
   SocketTables sockets;
   std::vector<TreeDiagnosis> trees(targets.size());
   std::vector<PySpyRun> runs;
+  std::vector<SignalDump> dumps(targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
     trees[i].target = &targets[i];
     trees[i].processes = TreeOf(targets[i].pid, table);
     ReadTree(trees[i], sockets, options);
+    if (options.dump_signal > 0) {
+      dumps[i] = SendDumpSignal(trees[i].processes, options.dump_signal, options.result_dir_fd, targets[i].log);
+    }
     for (const ProcessInfo& p : trees[i].processes) {
       // Never the caller itself: a dump stops its target, and the caller
       // is the one that must kill the dump at the deadline.
@@ -541,9 +549,10 @@ void Diagnose(const std::vector<DiagnosisTarget>& targets, const DiagnosisOption
     }
   }
   if (!runs.empty()) RunPySpy(options.py_spy, runs, options.deadline, cap);
+  AwaitDumps(dumps, options.result_dir_fd, options.deadline);
   std::vector<std::string> names;
   for (size_t i = 0; i < trees.size(); ++i) {
-    FinishTree(trees[i], i, runs, options);
+    FinishTree(trees[i], i, runs, dumps[i], options, cap);
     CapText(trees[i].text, cap);
     // Two servers whose names sanitize alike keep a file each.
     std::string file = DiagnosisFileName(targets[i].name);

@@ -2,7 +2,8 @@
 // ix-stepd kills them: for each server's process tree, what the
 // kernel says every process and thread is doing (state, wchan, kernel
 // stacks where readable), its open TCP sockets, the end of its log, the
-// GPU rows the caller has, and its Python stacks when a py-spy is given;
+// GPU rows the caller has, its Python stacks when a py-spy is given, and
+// the faulthandler dumps of processes that catch SIGUSR1 (signal_dump.h);
 // one text file per server in the step's result directory.
 //
 // Bounded: py-spy runs in parallel and is killed at the deadline, every
@@ -13,6 +14,7 @@
 // Static-binary safe: /proc, posix_spawn and the directory descriptor only.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -47,6 +49,10 @@ struct DiagnosisOptions {
   int log_lines = 50;
   std::string py_spy;    // the py-spy program (a path), "" = no Python stacks
   std::string gpu_rows;  // the GPUs' last samples as the caller has them, copied into every file
+  // Sent to every process that catches it (signal_dump.h: Python's
+  // faulthandler registered on it); what its log gained after is copied
+  // in. 0 = none.
+  int dump_signal = SIGUSR1;
 };
 
 // What a diagnosis left: the names of the files written under the result
@@ -70,6 +76,7 @@ struct DiagnosisReport {
 //      "unreadable: EACCES ..."), "sockets: N TCP, M other" and a line per
 //      TCP socket ("fd 7: LISTEN 0.0.0.0:8000", "fd 9: ESTABLISHED A -> B")
 //   == log LOG, last N lines             == gpus (the caller's rows)
+//   == SIGUSR1 (a faulthandler dump) sent to PIDS   what the log gained after
 //   == py-spy dump --pid PID: OUTCOME     its output, one per process
 // cut at max_file_bytes with a last line "[cut: ...]".
 DiagnosisReport DiagnoseProcesses(const std::vector<DiagnosisTarget>& targets, const DiagnosisOptions& options);

@@ -139,6 +139,33 @@ TEST(Diagnosis, DescribesASleepingProcessAndTheEndOfItsLog) {
   EXPECT_FALSE(Has(text, "py-spy")) << text;
 }
 
+// A server whose faulthandler is registered on SIGUSR1 (its handler writes
+// a stack to the log, as Python's does): its dump is in the file, after
+// the log's end as it stood.
+TEST(Diagnosis, CopiesTheFaulthandlerDumpOfAProcessThatCatchesSigusr1) {
+  ResultDir rd;
+  const std::string log = rd.dir.path() + "/engine.log";
+  ForkedChild child([log] {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    ::dup2(fd, 2);
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {
+      const char text[] = "Thread 0x00007f01 (most recent call first):\n  File \"core.py\", line 9 in busy_loop\n";
+      (void)!::write(2, text, sizeof text - 1);
+    };
+    ::sigaction(SIGUSR1, &sa, nullptr);
+  });
+  ASSERT_TRUE(test::WaitUntil([&] { return Asleep(child.pid()); }, 2s));
+  const DiagnosisReport r = DiagnoseProcesses({{"engine", child.pid(), "engine.log"}}, rd.Options(3s));
+  const std::string text = rd.Read("diagnosis-engine.txt");
+  EXPECT_TRUE(Has(text, "== SIGUSR1 (a faulthandler dump) sent to " + std::to_string(child.pid()))) << text;
+  EXPECT_TRUE(Has(text, "gained after it:\nThread 0x00007f01 (most recent call first):\n  File \"core.py\"")) << text;
+  DiagnosisOptions off = rd.Options(3s);
+  off.dump_signal = 0;
+  DiagnoseProcesses({{"engine", child.pid(), "engine.log"}}, off);
+  EXPECT_FALSE(Has(rd.Read("diagnosis-engine.txt"), "SIGUSR1")) << "dump_signal 0 sends nothing";
+}
+
 // A server with a named thread, listening sockets and two children (as
 // vLLM's API server has its EngineCores): every process of the tree, its
 // threads and its sockets are in the one file. Also the time it takes.

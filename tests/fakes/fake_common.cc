@@ -483,11 +483,36 @@ void sleep_s(double seconds) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
+namespace {
+bool g_faulthandler = false;
+
+// faulthandler's own format; written with write(2) alone (async-signal-safe).
+void faulthandler_dump(int) {
+  static const char kStacks[] =
+      "Thread 0x00007f5a3c1ff640 (most recent call first):\n"
+      "  File \"/usr/lib/python3/dist-packages/vllm/v1/engine/core.py\", line 781 in run_busy_loop\n"
+      "\n"
+      "Current thread 0x00007f5a4d2e8740 (most recent call first):\n"
+      "  File \"/usr/lib/python3/dist-packages/vllm/entrypoints/openai/api_server.py\", line 1230 in run_server\n";
+  (void)!::write(2, kStacks, sizeof kStacks - 1);
+}
+}  // namespace
+
 sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  if (g_faulthandler) sigdelset(&set, SIGUSR1);
   return set;
+}
+
+void enable_faulthandler_dump() {
+  struct sigaction sa {};
+  sa.sa_handler = faulthandler_dump;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGUSR1, &sa, nullptr);
+  g_faulthandler = true;
 }
 
 }  // namespace ixfake

@@ -171,7 +171,14 @@ double now_s();
 void sleep_s(double seconds);
 
 // The set of signals the fakes handle synchronously with sigwait: TERM, INT,
-// HUP, CHLD, USR1, USR2. Block it in main() before starting any thread.
+// HUP, CHLD, USR1, USR2 (USR1 not once enable_faulthandler_dump ran).
+// Block it in main() before starting any thread.
 sigset_t handled_signals();
+
+// As Python's `faulthandler.register(signal.SIGUSR1)` in a vLLM process: a
+// SIGUSR1 handler (so /proc/PID/status's SigCgt shows it) that writes
+// every thread's Python stack, canned, to stderr, and SIGUSR1 left out of
+// handled_signals(). Call in main() before handled_signals().
+void enable_faulthandler_dump();
 
 }  // namespace ixfake

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -97,6 +98,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // FAKE_VLLM_FAULTHANDLER=1: as a vLLM run with faulthandler registered on SIGUSR1.
+  if (const char* fh = std::getenv("FAKE_VLLM_FAULTHANDLER"); fh != nullptr && *fh != '\0') {
+    if (std::string(fh) != "1") {
+      std::fprintf(stderr, "vllm (fake): FAKE_VLLM_FAULTHANDLER='%s': expected 1 (or unset)\n", fh);
+      return 2;
+    }
+    ixfake::enable_faulthandler_dump();
+  }
   // Every thread inherits this mask; signals are taken with sigwait.
   sigset_t set = ixfake::handled_signals();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);

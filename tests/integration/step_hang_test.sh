@@ -3,10 +3,12 @@
 # client keeps requests in flight, with the recipe's hang policy at 3 s
 # (--inferencex-hang-after=3), no node agent. One DP rank that stops making
 # tokens, and an engine stopped outright (SIGSTOP: alive, answering nothing),
-# each end srun non-zero within hang_after + 5 s, failure.json says "hang"
-# with the server (and the rank), a diagnosis file for every server process
-# is in the result directory, and nothing is left; an idle engine (no
-# requests for longer than hang_after) runs to the step's end.
+# and a router that stops forwarding each end srun non-zero within
+# hang_after + 5 s, failure.json says "hang" with the server (and the rank),
+# a diagnosis file for every server process is in the result directory (with
+# the engine's faulthandler dump where it registered one on SIGUSR1), and
+# nothing is left; an idle engine (no requests for longer than hang_after)
+# runs to the step's end.
 # Needs: the CTest cluster fixture, SLURM_CONF, IX_FAKES_BIN_DIR, IXCTL.
 set -uo pipefail
 RECIPE=dsv41flash-fp4-b300-vllm
@@ -32,18 +34,19 @@ hang_step() {
   echo $((($(date +%s%N) - start) / 1000000)) >"$tmp/$name/ms"
 }
 
-# expect_hang NAME LIMIT_MS RANK: srun failed within LIMIT_MS, failure.json
-# names the hang (and RANK: "" for the whole engine), diagnoses exist.
+# expect_hang NAME LIMIT_MS PROCESS RANK: srun failed within LIMIT_MS,
+# failure.json names the hang of PROCESS (and RANK: "" for the whole
+# engine), diagnoses exist.
 expect_hang() {
-  local name=$1 limit=$2 rank=$3
+  local name=$1 limit=$2 process=$3 rank=$4
   [[ $(cat "$tmp/$name/rc") -ne 0 ]] || fail "$name: srun exit 0"
   [[ $(cat "$tmp/$name/ms") -lt $limit ]] || fail "$name: srun took $(cat "$tmp/$name/ms") ms (limit $limit)"
-  python3 - "$tmp/$name" "$rank" <<'PY' || fail "$name: failure.json or the diagnosis: $(cat "$tmp/$name/failure.json" 2>/dev/null)"
+  python3 - "$tmp/$name" "$process" "$rank" <<'PY' || fail "$name: failure.json or the diagnosis: $(cat "$tmp/$name/failure.json" 2>/dev/null)"
 import json, os, sys
-d, rank = sys.argv[1], sys.argv[2]
+d, process, rank = sys.argv[1:4]
 f = json.load(open(d + "/failure.json"))
 assert f["cause"] == "hang" and f["reason"].startswith("hang: "), f
-assert f["process"] == "engine" and f["hang"]["process"] == "engine", f
+assert f["process"] == process and f["hang"]["process"] == process, f
 assert f["hang"]["label_value"] == rank, (f["hang"], rank)
 assert sorted(f["diagnosis"]) == ["diagnosis-engine.txt", "diagnosis-router.txt"], f["diagnosis"]
 for name in f["diagnosis"]:
@@ -58,17 +61,27 @@ PY
 BUSY='ix-fake-client --sessions 16 --turns 200 --out "$IX_RESULT_DIR/result.json"'
 
 # 1. DP rank 1 stops making tokens 1 s after readiness (its requests stay
-#    running, /metrics answers): hung HANG_AFTER s later.
-hang_step rank-stall "$BUSY" FAKE_VLLM_STALL_AFTER_S=1 FAKE_VLLM_STALL_RANK=1
-expect_hang rank-stall $(((1 + HANG_AFTER + 5) * 1000 + 3000)) 1
+#    running, /metrics answers): hung HANG_AFTER s later. The engine has
+#    faulthandler registered on SIGUSR1: its dump is in its diagnosis.
+hang_step rank-stall "$BUSY" FAKE_VLLM_STALL_AFTER_S=1 FAKE_VLLM_STALL_RANK=1 FAKE_VLLM_FAULTHANDLER=1
+expect_hang rank-stall $(((1 + HANG_AFTER + 5) * 1000 + 3000)) engine 1
+grep -q "SIGUSR1 (a faulthandler dump) sent to" "$tmp/rank-stall/diagnosis-engine.txt" &&
+  grep -q "most recent call first" "$tmp/rank-stall/diagnosis-engine.txt" ||
+  fail "rank-stall: no faulthandler dump in diagnosis-engine.txt: $(grep -n "^==" "$tmp/rank-stall/diagnosis-engine.txt")"
+! grep -q "SIGUSR1" "$tmp/rank-stall/diagnosis-router.txt" || fail "rank-stall: the router (no handler) was sent SIGUSR1"
 
 # 2. The engine stopped outright 1 s into the run: it answers neither its
 #    health probes nor /metrics while it lives.
 hang_step sigstop "$BUSY & sleep 1; pkill -STOP -x vllm; wait"
-expect_hang sigstop $(((1 + HANG_AFTER + 5) * 1000 + 3000)) ""
+expect_hang sigstop $(((1 + HANG_AFTER + 5) * 1000 + 3000)) engine ""
 pkill -CONT -x vllm 2>/dev/null
 
-# 3. Idle for twice hang_after, then done: the step ends by itself, status 0.
+# 3. The router stops forwarding 1 s after it listens: requests in flight
+#    at the router, none reaching the engines, whose counters stand still.
+hang_step router-stall "$BUSY" FAKE_ROUTER_STALL_AFTER_S=1
+expect_hang router-stall $(((1 + HANG_AFTER + 5) * 1000 + 3000)) router ""
+
+# 4. Idle for twice hang_after, then done: the step ends by itself, status 0.
 hang_step idle "sleep $((2 * HANG_AFTER)); echo done >\"\$IX_RESULT_DIR/done\""
 [[ $(cat "$tmp/idle/rc") -eq 0 && -f $tmp/idle/done && ! -f $tmp/idle/failure.json ]] ||
   fail "idle: srun exit $(cat "$tmp/idle/rc"): $(cat "$tmp/idle/srun.err")"
