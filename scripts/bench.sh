@@ -18,6 +18,11 @@ echo "## Job step (bench/step_bench.sh, $(nproc) cores; needs root: starts a pri
 echo
 "$repo/bench/step_bench.sh" "$repo/build" 15
 echo
+echo "## Hang detection (bench/hang_bench.sh, $(nproc) cores; needs root: starts a private cluster)"
+echo
+"$repo/bench/hang_bench.sh" "$repo/build" 7 2
+"$repo/bench/hang_bench.sh" "$repo/build" 5 5
+echo
 echo "## Sweep submission (bench/sweep_bench.sh, $(nproc) cores; needs root: starts a private cluster)"
 echo
 "$repo/bench/sweep_bench.sh" "$repo/build" 5

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A hung entry in a sweep (docs/SWEEP.md, "Hung entries"): under
+# A hung entry in a sweep (docs/SWEEP.md, --hang-after): under
 # full-sweep-fail-fast with --hang-after 3, the expert-parallel entries'
 # engines stop making tokens 0.2 s after readiness with requests in flight.
 # The hung entry fails with reason "hang: ..." (ix-stepd's failure.json), the
