@@ -538,6 +538,8 @@ class Supervision {
     auto next_hang = Clock::now() + hang_every;
     while (!*stop_requested_) {
       Result<std::optional<ProcessExit>> e = watch_->Wait(kTick);
+      // A stop wins: scancel's SIGTERM reaches the servers too, whose exit is the stop's.
+      if (*stop_requested_) break;
       if (!e) return Fail(e.error().message);
       if (e.value() && IsClient(*e.value())) {
         std::fprintf(stderr, "ix-stepd: %s: stopping the servers\n", e.value()->Describe().c_str());
