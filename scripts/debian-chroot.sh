@@ -39,7 +39,12 @@ if [[ ${1:-} == __inside ]]; then
   mount --rbind /dev "$root/dev"
   mkdir -p "$root$repo"
   mount --bind "$repo" "$root$repo"
+  # The chroot shares the host's network and hostname, so its name lookups
+  # are the host's (as schroot copies them): Slurm 24.11's slurmctld
+  # resolves srun's host (`hostname`) to reach it, and without the host's
+  # /etc/hosts every such message waited 10 s of retries.
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  cp /etc/hosts "$root/etc/hosts"
   exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$repo" "$@"

@@ -44,7 +44,9 @@ DESCRIPTION
     (IX_MPI_PORTS: every step gets SLURM_STEP_RESV_PORTS, the same on all
     its nodes; --resv-ports=K asks for K ports, a bare --resv-ports for
     none) and SchedulerParameters=bf_interval=1. Node names do not resolve:
-    use NodeAddr ('scontrol show node'). See docs/LOCAL_CLUSTER.md.
+    use NodeAddr ('scontrol show node'). A node has no name server (its
+    /etc/resolv.conf names none), so a lookup /etc/hosts cannot answer fails
+    at once. See docs/LOCAL_CLUSTER.md.
 
 COMMANDS
     start    Regenerate all configs, start munged, slurmctld and slurmd with

@@ -16,7 +16,10 @@
 #     mounted on /sys/fs/cgroup"), which is why 'ip netns exec' (it mounts a
 #     bare sysfs) cannot start a slurmd;
 #   - a tmpfs at /run/inferencex, so the plugin's leases and step
-#     directories are the node's own, as on a real node where /run is tmpfs.
+#     directories are the node's own, as on a real node where /run is tmpfs;
+#   - DIR/etc/node-resolv.conf on /etc/resolv.conf: no name server (the
+#     node cannot reach the host's), so a lookup /etc/hosts does not answer
+#     fails at once instead of timing out (nodes.sh says why that matters).
 # Then it writes DIR/run/node-NODE.pid (its pid, which 'exec' keeps) and
 # sleeps forever, named "ix-node-holder DIR NODE" so that stop finds it.
 set -euo pipefail
@@ -36,6 +39,13 @@ mount --rbind /sys/fs/cgroup "$aside"
 mount -t sysfs sysfs /sys
 mount --move "$aside" /sys/fs/cgroup
 rmdir "$aside"
+
+# Only when there is a resolv.conf to cover (a missing one already means
+# no name server to glibc); a symlink's target is covered, in this
+# namespace only.
+if [[ -e /etc/resolv.conf && -f $dir/etc/node-resolv.conf ]]; then
+  mount --bind "$dir/etc/node-resolv.conf" /etc/resolv.conf
+fi
 
 mkdir -p /run/inferencex
 mount -t tmpfs -o mode=0755,size=256m "ixnode-$node" /run/inferencex

@@ -14,7 +14,8 @@
 # ready timeout; scancel ends everything; a sweep of aggregated multinode
 # rows runs each as `sbatch --nodes=2` with InferenceX's agg result; a
 # single-node arm on two nodes and a multi-node arm on one are refused. After each: no process of the
-# step on any node, nothing listening in any node, no lease in any node.
+# step on any node, nothing listening in any node, no lease in any node;
+# at the end, no step daemon crashed (the nodes' slurmd logs, the kernel's log).
 # Skips (77) when not root.
 # Task scripts are single-quoted on purpose (they expand in the task).
 # shellcheck disable=SC2016,SC2015,SC2013
@@ -28,6 +29,16 @@ RECIPE=dsv41flash-fp4-b300-vllm
 tmp=$(mktemp -d /tmp/ix-mn-step.XXXXXX)
 ix_nodes_start 2
 trap 'ix_nodes_stop; rm -rf "$tmp"' EXIT
+# The kernel's count of step daemons that crashed (e.g. "slurmstepd[PID]:
+# segfault at 12 ... in libslurmfull.so", 26.05 with 22.05's
+# slurm_kill_job_step arguments): compared at the end. Empty where the
+# kernel log cannot be read.
+stepd_segfaults() {
+  local k
+  k=$(dmesg 2>/dev/null) || return 0
+  grep -c 'slurmstepd.*segfault' <<<"$k"
+}
+segv0=$(stepd_segfaults)
 head=$(scontrol show node ixn1 | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)
 netns2=$(lc exec ixn2 readlink /proc/self/ns/net)
 
@@ -239,5 +250,16 @@ out=$(timeout 30 srun -N2 --ntasks-per-node=1 --gres=gpu:4 --inferencex-recipe=$
   && fail "tp4 on two nodes ran" || true
 grep -q "runs on one node.*srun -N1" <<<"$out" && ok "tp4 on two nodes refused" || fail "tp4 on two nodes: $out"
 mn_check_clean refusals
+
+# 7. No step daemon crashed on the way (the failures above end steps through
+#    the plugin's slurm_kill_job_step): nothing in the nodes' slurmd logs,
+#    no new slurmstepd segfault in the kernel's log.
+crash=$(grep -hiE 'segfault|segmentation fault|SIGSEGV|signal 11' "$dir"/log/slurmd-ixn*.log 2>/dev/null | head -3)
+[[ -z $crash ]] && ok "no step daemon crash in the nodes' slurmd logs" || fail "slurmd logs: $crash"
+if [[ -n $segv0 ]]; then
+  segv1=$(stepd_segfaults)
+  [[ $segv1 == "$segv0" ]] && ok "no slurmstepd segfault in the kernel's log" ||
+    fail "the kernel's log has $((segv1 - segv0)) new slurmstepd segfault(s): $(dmesg | grep 'slurmstepd.*segfault' | tail -2)"
+fi
 
 ix_finish "${0##*/}"
