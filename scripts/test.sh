@@ -48,8 +48,20 @@ run_ctest() {
 step "unit tests"
 run_ctest unit --test-dir build -L unit -j "$(nproc)"
 step "unit tests under ASan/UBSan"
+# Without hwloc's PCI plugin (hwloc_pci.so, Debian's libhwloc-plugins: not
+# installed on bookworm or sid, pulled in on trixie by libpmix2t64): it keeps
+# allocations only its own data points to, and hwloc dlcloses it with every
+# topology, so LeakSanitizer reports them (hwloc 2.12: 1016 bytes in 9
+# allocations per live topology; a C program that only loads and destroys
+# a topology as the project does shows the same, and nothing with the
+# plugin kept mapped). Their frames are in the unloaded module, "<unknown
+# module>" to LSan, which no suppression can name without hiding the leaks
+# of every unloaded library. hwloc's Linux backend still finds the PCI
+# devices in sysfs without the plugin, and every other allocation, the
+# project's and hwloc's, stays checked. Where the plugin is absent the
+# variable changes nothing.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$repo/tests/ubsan.supp \
-  run_ctest unit-asan --test-dir build-asan -L unit -j "$(nproc)"
+  HWLOC_PLUGINS_BLACKLIST=hwloc_pci run_ctest unit-asan --test-dir build-asan -L unit -j "$(nproc)"
 step "fuzz: every libFuzzer target in fuzz/ (clang, ASan/UBSan), 12 s each over its seed corpus, two at a time"
 if ! fuzz/run.sh 12 "$repo/build-asan"; then status=1; fi
 # rpmbuild compiles the programs again with its own flags; it runs beside
