@@ -13,21 +13,18 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 build=${1:-$repo/build}; secs=${2:-30}
-export IX_CLUSTER_DIR=/tmp/ix-agent-bench IX_SLURMCTLD_PORT=17927 IX_SLURMD_PORT=17928
-export IX_SPANK_PLUGIN=$build/spank_plugin/spank_inferencex.so IX_RECIPE_DIR=$repo/recipes
+. "$repo/bench/cluster.sh"
 tmp=$(mktemp -d /tmp/ix-agent-bench.XXXXXX)
 sock=$tmp/agent.sock
-export IX_SPANK_ARGS="topology=$repo/tests/fixtures/topology/hgx-b300-4tib.xml memlock=keep agent_socket=$sock"
 agent= collector=
 cleanup() {
   { kill $agent $collector; wait; } 2>/dev/null
-  "$repo/scripts/local-cluster.sh" stop >/dev/null 2>&1 || true
+  bench_cluster_stop
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-"$repo/scripts/local-cluster.sh" restart >/dev/null
-eval "$("$repo/scripts/local-cluster.sh" env)"
-export PATH=$build/tests/fakes/bin:$PATH FAKE_VLLM_START_DELAY_S=0 FAKE_VLLM_RECORD_DIR=$tmp
+bench_cluster agent-bench 17927 agent_socket=$sock
+export FAKE_VLLM_RECORD_DIR=$tmp
 
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"; chmod 600 "$tmp/token"
 "$build/submitter/ixsubmit" serve --listen 127.0.0.1:0 --db "$tmp/ix.db" --token-file "$tmp/token" >"$tmp/serve.out" 2>&1 &

@@ -19,20 +19,16 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 build=${1:-$repo/build}; runs=${2:-7}; hang_after=${3:-2}
-export IX_CLUSTER_DIR=/tmp/ix-hang-bench IX_SLURMCTLD_PORT=17927 IX_SLURMD_PORT=17928
-export IX_SPANK_PLUGIN=$build/spank_plugin/spank_inferencex.so IX_RECIPE_DIR=$repo/recipes
+. "$repo/bench/cluster.sh"
 shm=/dev/shm/ix-hang-bench
 rm -rf "$shm"; mkdir -m 0755 -p "$shm"
-export IX_SPANK_ARGS="topology=$repo/tests/fixtures/topology/hgx-b300-4tib.xml memlock=keep lease_dir=$shm/ports run_dir=$shm/steps port_range=10000-14999"
-"$repo/scripts/local-cluster.sh" restart >/dev/null
 tmp=$(mktemp -d)
-trap '"$repo/scripts/local-cluster.sh" stop >/dev/null; rm -rf "$shm" "$tmp"' EXIT
-eval "$("$repo/scripts/local-cluster.sh" env)"
-export PATH=$build/tests/fakes/bin:$PATH FAKE_VLLM_START_DELAY_S=0 FAKE_VLLM_RECORD_DIR=$tmp
+trap 'bench_cluster_stop; rm -rf "$shm" "$tmp"' EXIT
+bench_cluster hang-bench 17947 lease_dir=$shm/ports run_dir=$shm/steps port_range=10000-14999
+export FAKE_VLLM_RECORD_DIR=$tmp
 opts=(--gres=gpu:4 --inferencex-recipe=dsv41flash-fp4-b300-vllm --inferencex-arm=dep4 --inferencex-conc=64
       --inferencex-hang-after="$hang_after")
 busy='ix-fake-client --sessions 16 --turns 400 --out "$IX_RESULT_DIR/result.json"'
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 # The ms (UTC) of the first line of FILE matching PATTERN, as the fakes stamp it.
 stamp() { date -d "$(grep -m1 "$2" "$1" | cut -d' ' -f1)" +%s%3N; }

@@ -15,20 +15,15 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 build=${1:-$repo/build}; runs=${2:-15}
-export IX_CLUSTER_DIR=/tmp/ix-step-bench IX_SLURMCTLD_PORT=17917 IX_SLURMD_PORT=17918
-export IX_SPANK_PLUGIN=$build/spank_plugin/spank_inferencex.so IX_RECIPE_DIR=$repo/recipes
+. "$repo/bench/cluster.sh"
 shm=/dev/shm/ix-step-bench
 rm -rf "$shm"; mkdir -m 0755 -p "$shm"
-export IX_SPANK_ARGS="topology=$repo/tests/fixtures/topology/hgx-b300-4tib.xml memlock=keep lease_dir=$shm/ports run_dir=$shm/steps"
-"$repo/scripts/local-cluster.sh" restart >/dev/null
-trap '"$repo/scripts/local-cluster.sh" stop >/dev/null; rm -rf "$shm"' EXIT
-eval "$("$repo/scripts/local-cluster.sh" env)"
-export PATH=$build/tests/fakes/bin:$PATH FAKE_VLLM_START_DELAY_S=0
+trap 'bench_cluster_stop; rm -rf "$shm"' EXIT
+bench_cluster step-bench 17917 lease_dir=$shm/ports run_dir=$shm/steps
 tmp=$(mktemp -d); export FAKE_VLLM_RECORD_DIR=$tmp
 opts=(--gres=gpu:4 --inferencex-recipe=dsv41flash-fp4-b300-vllm --inferencex-arm=tp4 --inferencex-conc=8)
 # Times in us from bash's EPOCHREALTIME: no fork, where `date` adds ~1 ms.
 ms() { awk -v us="$1" 'BEGIN {printf "%.1f", us / 1000}'; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 srun true; srun "${opts[@]}" true  # warm up
 : >"$tmp/base"; : >"$tmp/gres"; : >"$tmp/ix"; : >"$tmp/diff"; : >"$tmp/gdiff"; : >"$tmp/ready"; : >"$tmp/crash"

@@ -8,15 +8,11 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 build=${1:-$repo/build}; runs=${2:-5}
-export IX_CLUSTER_DIR=/tmp/ix-sweep-bench IX_SLURMCTLD_PORT=17937 IX_SLURMD_PORT=17938
-export IX_SPANK_PLUGIN=$build/spank_plugin/spank_inferencex.so IX_RECIPE_DIR=$repo/recipes
-export IX_SPANK_ARGS="topology=$repo/tests/fixtures/topology/hgx-b300-4tib.xml memlock=keep"
-"$repo/scripts/local-cluster.sh" restart >/dev/null
+. "$repo/bench/cluster.sh"
 tmp=$(mktemp -d)
-trap '"$repo/scripts/local-cluster.sh" stop >/dev/null; rm -rf "$tmp"' EXIT
-eval "$("$repo/scripts/local-cluster.sh" env)"
+trap 'bench_cluster_stop; rm -rf "$tmp"' EXIT
+bench_cluster sweep-bench 17937
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 concs=$(seq 2 2 668 | tr '\n' ' ')
 : >"$tmp/sweep"; : >"$tmp/base"
 for i in $(seq "$runs"); do
