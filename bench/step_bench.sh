@@ -21,6 +21,7 @@ rm -rf "$shm"; mkdir -m 0755 -p "$shm"
 trap 'bench_cluster_stop; rm -rf "$shm"' EXIT
 bench_cluster step-bench 17917 lease_dir=$shm/ports run_dir=$shm/steps
 tmp=$(mktemp -d); export FAKE_VLLM_RECORD_DIR=$tmp
+cd "$tmp"  # steps without IX_RESULT_DIR write their result directory here
 opts=(--gres=gpu:4 --inferencex-recipe=dsv41flash-fp4-b300-vllm --inferencex-arm=tp4 --inferencex-conc=8)
 # Times in us from bash's EPOCHREALTIME: no fork, where `date` adds ~1 ms.
 ms() { awk -v us="$1" 'BEGIN {printf "%.1f", us / 1000}'; }
