@@ -50,11 +50,10 @@ ChartSeries TierSeries(const ArmEntries& arm, const char* tier, const SeriesStyl
 }
 
 XyChart KvUsageChart(const ArmEntries& arm) {
-  XyChart chart;
-  chart.kind = "agentic-kv-usage";
-  chart.title = "KV cache usage over time" + std::string(kDot) + arm.arm;
-  chart.x_label = "time since the run's first metrics slice (s)";
-  chart.y_label = "GPU KV cache usage (%, busiest engine)";
+  XyChart chart = NamedChart<XyChart>("agentic-kv-usage",
+                                      "KV cache usage over time" + std::string(kDot) + arm.arm,
+                                      "time since the run's first metrics slice (s)",
+                                      "GPU KV cache usage (%, busiest engine)");
   for (size_t i = 0; i < arm.entries.size(); ++i) {
     const ReportEntry& e = *arm.entries[i];
     ChartSeries s{"conc " + std::to_string(e.conc), DefaultStyle(i), {}};
@@ -80,11 +79,10 @@ XyChart AgenticThroughputChart(const ConfigGroup& group) {
 }
 
 XyChart TurnTtftChart(const ConfigGroup& group) {
-  XyChart chart;
-  chart.kind = "agentic-ttft-turn";
-  chart.title = "Agentic coding: p50 TTFT by turn (arms at their highest conc)";
-  chart.x_label = "turn position in the session (turn_index)";
-  chart.y_label = "p50 time to first token (s)";
+  XyChart chart = NamedChart<XyChart>("agentic-ttft-turn",
+                                      "Agentic coding: p50 TTFT by turn (arms at their highest conc)",
+                                      "turn position in the session (turn_index)",
+                                      "p50 time to first token (s)");
   const auto arms = ByArm(group, [](const ReportEntry& e) { return Agentic(e) && !e.agentic.ttft_by_turn.empty(); });
   for (size_t i = 0; i < arms.size(); ++i) {
     const ReportEntry& e = *arms[i].entries.back();  // the highest conc: where turns compete the most
@@ -106,11 +104,8 @@ std::optional<XyChart> CacheHitChart(const ConfigGroup& group) {
     return Agentic(e) && (e.agentic.gpu_cache_hit_rate || e.agentic.cpu_cache_hit_rate);
   });
   if (arms.empty()) return std::nullopt;
-  XyChart chart;
-  chart.kind = "agentic-cache-hit";
-  chart.title = "Agentic coding: prefix-cache hit rate vs concurrency";
-  chart.x_label = "concurrency (sessions in flight, log2 scale)";
-  chart.y_label = "prefix-cache hit rate (%)";
+  XyChart chart = NamedChart<XyChart>("agentic-cache-hit", "Agentic coding: prefix-cache hit rate vs concurrency",
+                                      "concurrency (sessions in flight, log2 scale)", "prefix-cache hit rate (%)");
   chart.log2_x = true;
   for (size_t i = 0; i < arms.size(); ++i) {
     const auto [gpu_style, cpu_style] = PairedStyles(i);

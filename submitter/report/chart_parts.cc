@@ -44,11 +44,7 @@ std::pair<SeriesStyle, SeriesStyle> PairedStyles(size_t i) {
 
 XyChart ThroughputInteractivity(const std::vector<ArmEntries>& arms, const std::string& kind,
                                 const std::string& title) {
-  XyChart chart;
-  chart.kind = kind;
-  chart.title = title;
-  chart.x_label = "interactivity (tok/s/user)";
-  chart.y_label = "throughput per GPU (tok/s/GPU)";
+  XyChart chart = NamedChart<XyChart>(kind, title, "interactivity (tok/s/user)", "throughput per GPU (tok/s/GPU)");
   std::vector<ParetoPoint> all;
   for (size_t i = 0; i < arms.size(); ++i) {
     ChartSeries s{arms[i].arm, DefaultStyle(i), {}};
@@ -67,11 +63,10 @@ XyChart ThroughputInteractivity(const std::vector<ArmEntries>& arms, const std::
 
 std::optional<BarChart> RankBarChart(const std::vector<ArmEntries>& arms, const RankBarsSpec& spec) {
   if (arms.empty()) return std::nullopt;
-  BarChart chart;
-  chart.kind = spec.kind;
-  chart.title = spec.title;
-  chart.x_label = arms.size() == 1 ? arms[0].arm + " entries (concurrency)" : "entries (arm, concurrency)";
-  chart.y_label = spec.y_label;
+  BarChart chart = NamedChart<BarChart>(spec.kind,
+                                        spec.title,
+                                        arms.size() == 1 ? arms[0].arm + " entries (concurrency)" : "entries (arm, concurrency)",
+                                        spec.y_label);
   size_t ranks = 0;
   for (const ArmEntries& a : arms) {
     for (const ReportEntry* e : a.entries) {

@@ -37,11 +37,8 @@ XyChart ThroughputChart(const ConfigGroup& group) {
 }
 
 XyChart TtftChart(const ConfigGroup& group) {
-  XyChart chart;
-  chart.kind = "ttft";
-  chart.title = "Time to first token vs concurrency";
-  chart.x_label = "concurrency (requests in flight, log2 scale)";
-  chart.y_label = "time to first token (s)";
+  XyChart chart = NamedChart<XyChart>("ttft", "Time to first token vs concurrency",
+                                      "concurrency (requests in flight, log2 scale)", "time to first token (s)");
   chart.log2_x = true;
   const auto arms = ByArm(group, Charted);
   for (size_t i = 0; i < arms.size(); ++i) {
@@ -64,11 +61,8 @@ XyChart TtftChart(const ConfigGroup& group) {
 std::optional<XyChart> EnergyChart(const ConfigGroup& group) {
   const auto arms = ByArm(group, [](const ReportEntry& e) { return HasEnergy(e) && !IsAgentic(e); });
   if (arms.empty()) return std::nullopt;
-  XyChart chart;
-  chart.kind = "energy";
-  chart.title = "Energy per output token vs throughput per GPU";
-  chart.x_label = "throughput per GPU (tok/s/GPU)";
-  chart.y_label = "energy per output token (J/token)";
+  XyChart chart = NamedChart<XyChart>("energy", "Energy per output token vs throughput per GPU",
+                                      "throughput per GPU (tok/s/GPU)", "energy per output token (J/token)");
   for (size_t i = 0; i < arms.size(); ++i) {
     ChartSeries s{arms[i].arm, DefaultStyle(i), {}};
     for (const ReportEntry* e : arms[i].entries) {

@@ -116,12 +116,7 @@ std::string RenderBarChart(const BarChart& chart) {
     }
   }
   if (std::none_of(series_drawn.begin(), series_drawn.end(), [](bool b) { return b; })) {
-    frame.legend_rows = 0;
-    frame.plot_height = std::min(frame.plot_height, 120.0);  // nothing to show: a short chart
-    AppendChartOpen(out, chart.kind, chart.title, frame);
-    AppendPlotBorder(out, frame);
-    AppendNoData(out, frame);
-    return out + "</svg>";
+    return RenderEmptyChart(chart.kind, chart.title, frame);
   }
   // Wide enough for every bar; a count axis reaches at least 5 so that
   // its ticks stay whole numbers.

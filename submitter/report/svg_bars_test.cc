@@ -12,11 +12,7 @@ namespace {
 using test::CountOf;
 
 BarChart Ranks() {
-  BarChart c;
-  c.kind = "bars";
-  c.title = "Sessions";
-  c.x_label = "entries";
-  c.y_label = "sessions (count)";
+  BarChart c = NamedChart<BarChart>("bars", "Sessions", "entries", "sessions (count)");
   c.series_names = {"rank 0", "rank 1", "rank 2"};
   c.bar_labels = {"0", "1", "2"};
   c.groups.push_back({"conc 4", {2, 1, 1}, {"g0 r0", "g0 r1", "g0 r2"}});

@@ -1,5 +1,6 @@
 #include "submitter/report/svg_canvas.h"
 
+#include <algorithm>
 #include <array>
 
 #include "submitter/report/report_text.h"
@@ -187,6 +188,16 @@ void AppendLegend(std::string& out, const ChartFrame& frame, const std::vector<L
            "</text>";
   }
   out += "</g>";
+}
+
+std::string RenderEmptyChart(std::string_view kind, std::string_view title, ChartFrame frame) {
+  std::string out;
+  frame.legend_rows = 0;
+  frame.plot_height = std::min(frame.plot_height, 120.0);
+  AppendChartOpen(out, kind, title, frame);
+  AppendPlotBorder(out, frame);
+  AppendNoData(out, frame);
+  return out + "</svg>";
 }
 
 void AppendNoData(std::string& out, const ChartFrame& frame) {

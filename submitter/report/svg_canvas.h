@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "submitter/report/svg_axis.h"
@@ -90,8 +91,25 @@ void AppendMarker(std::string& out, const SeriesStyle& style, double cx, double 
 // The legend, `frame.legend_rows` rows from frame.LegendTop().
 void AppendLegend(std::string& out, const ChartFrame& frame, const std::vector<LegendItem>& items);
 
+// A chart of type C (XyChart, BarChart) with its names set, as every chart
+// starts: `kind` (its CSS class and id stem), title, and the axes' labels
+// (y with its unit).
+template <class C>
+C NamedChart(std::string kind, std::string title, std::string x_label, std::string y_label) {
+  C c;
+  c.kind = std::move(kind);
+  c.title = std::move(title);
+  c.x_label = std::move(x_label);
+  c.y_label = std::move(y_label);
+  return c;
+}
+
 // "no data" centred in the plot, for a chart with nothing to draw.
 void AppendNoData(std::string& out, const ChartFrame& frame);
+
+// A whole chart with nothing to draw: no legend, a short plot, its border
+// and "no data" (every chart type ends this way when it has no point).
+std::string RenderEmptyChart(std::string_view kind, std::string_view title, ChartFrame frame);
 
 // `v` as an SVG coordinate (one decimal).
 std::string Coord(double v);

@@ -117,14 +117,7 @@ std::string RenderXyChart(const XyChart& chart) {
   std::string out;
   ChartFrame frame = chart.frame;
   const Bounds b = DataBounds(chart);
-  if (!b.any) {
-    frame.legend_rows = 0;
-    frame.plot_height = std::min(frame.plot_height, 120.0);  // nothing to show: a short chart
-    AppendChartOpen(out, chart.kind, chart.title, frame);
-    AppendPlotBorder(out, frame);
-    AppendNoData(out, frame);
-    return out + "</svg>";
-  }
+  if (!b.any) return RenderEmptyChart(chart.kind, chart.title, frame);
   const Axis x_axis = chart.log2_x ? MakeLog2Axis(b.x_min, b.x_max) : MakeLinearAxis(b.x_min, b.x_max, chart.x_from_zero);
   const Axis y_axis = MakeLinearAxis(b.y_min, b.y_max, chart.y_from_zero);
   const std::vector<LegendItem> legend = Legend(chart);

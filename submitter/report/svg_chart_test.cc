@@ -12,11 +12,7 @@ namespace {
 using test::CountOf;
 
 XyChart TwoSeries() {
-  XyChart c;
-  c.kind = "k";
-  c.title = "T";
-  c.x_label = "x (tok/s/user)";
-  c.y_label = "y (tok/s/GPU)";
+  XyChart c = NamedChart<XyChart>("k", "T", "x (tok/s/user)", "y (tok/s/GPU)");
   c.series.push_back({"a", DefaultStyle(0), {{1, 10, "a one", "1"}, {2, 20, "a two", "2"}, {3, 15, "a three", "4"}}});
   c.series.push_back({"b", DefaultStyle(1), {{1.5, 12, "b one", ""}, {2.5, 5, "b two", ""}}});
   return c;
