@@ -125,23 +125,17 @@ std::vector<XyChart> KvUsageCharts(const ConfigGroup& group) {
 }
 
 std::optional<BarChart> DpSessionsChart(const ConfigGroup& group) {
-  RankBarsSpec spec;
-  spec.kind = "agentic-dp-sessions";
-  spec.title = "Agentic coding: sessions per data-parallel rank";
-  spec.y_label = "sessions served (count)";
-  spec.values = [](const ReportEntry& e) { return PerRank(e, Sessions); };
-  spec.describe = [](double v) { return FormatFixed(v, 0) + " sessions"; };
-  return RankBarChart(ByArm(group, [](const ReportEntry& e) { return Agentic(e) && AnyRank(e, Sessions); }), spec);
+  return RankBarChart(ByArm(group, [](const ReportEntry& e) { return Agentic(e) && AnyRank(e, Sessions); }),
+                      {"agentic-dp-sessions", "Agentic coding: sessions per data-parallel rank",
+                       "sessions served (count)", [](const ReportEntry& e) { return PerRank(e, Sessions); },
+                       [](double v) { return FormatFixed(v, 0) + " sessions"; }});
 }
 
 std::optional<BarChart> DpHitRateChart(const ConfigGroup& group) {
-  RankBarsSpec spec;
-  spec.kind = "agentic-dp-hit-rate";
-  spec.title = "Agentic coding: prefix-cache hit rate per data-parallel rank";
-  spec.y_label = "prefix-cache hit rate (%)";
-  spec.values = [](const ReportEntry& e) { return PerRank(e, HitPercent); };
-  spec.describe = [](double v) { return FormatFixed(v, 1) + "% prefix-cache hits"; };
-  return RankBarChart(ByArm(group, [](const ReportEntry& e) { return Agentic(e) && AnyRank(e, HitPercent); }), spec);
+  return RankBarChart(ByArm(group, [](const ReportEntry& e) { return Agentic(e) && AnyRank(e, HitPercent); }),
+                      {"agentic-dp-hit-rate", "Agentic coding: prefix-cache hit rate per data-parallel rank",
+                       "prefix-cache hit rate (%)", [](const ReportEntry& e) { return PerRank(e, HitPercent); },
+                       [](double v) { return FormatFixed(v, 1) + "% prefix-cache hits"; }});
 }
 
 }  // namespace ix

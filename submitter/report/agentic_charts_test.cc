@@ -14,10 +14,8 @@ using test::Names;
 using test::Points;
 
 // The sample's groups: [0] fixed-seq-len, [3] agentic (report_sample.h).
-class AgenticCharts : public ::testing::Test {
+class AgenticCharts : public ::testing::Test, protected test::SampleGroups {
  protected:
-  ReportData data = test::SampleReport();
-  std::vector<ConfigGroup> groups = GroupByConfig(data);
   const ConfigGroup& fixed() const { return groups[0]; }
   const ConfigGroup& agentic() const { return groups[3]; }
 };

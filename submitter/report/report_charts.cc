@@ -77,16 +77,12 @@ std::optional<XyChart> EnergyChart(const ConfigGroup& group) {
 }
 
 std::optional<BarChart> DepSessionsChart(const ConfigGroup& group) {
-  RankBarsSpec spec;
-  spec.kind = "dep-sessions";
-  spec.title = "Sessions per data-parallel rank";
-  spec.y_label = "sessions served (count)";
-  spec.values = [](const ReportEntry& e) {
+  const auto sessions = [](const ReportEntry& e) {
     return std::vector<double>(e.sessions_per_rank.begin(), e.sessions_per_rank.end());
   };
-  spec.describe = [](double v) { return FormatFixed(v, 0) + " sessions"; };
   return RankBarChart(ByArm(group, [](const ReportEntry& e) { return Charted(e) && !e.sessions_per_rank.empty(); }),
-                      spec);
+                      {"dep-sessions", "Sessions per data-parallel rank", "sessions served (count)", sessions,
+                       [](double v) { return FormatFixed(v, 0) + " sessions"; }});
 }
 
 }  // namespace ix

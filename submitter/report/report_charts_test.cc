@@ -12,11 +12,7 @@ namespace {
 using test::Names;
 using test::Points;
 
-class ReportCharts : public ::testing::Test {
- protected:
-  ReportData data = test::SampleReport();
-  std::vector<ConfigGroup> groups = GroupByConfig(data);
-};
+class ReportCharts : public ::testing::Test, protected test::SampleGroups {};
 
 TEST_F(ReportCharts, GroupsByKeyInOrderOfFirstAppearance) {
   ASSERT_EQ(groups.size(), 4u);  // the fourth, agentic: agentic_charts_test.cc

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
+#include <utility>
 
 #include "submitter/report/report_sample.h"
 #include "submitter/report/report_table.h"
@@ -20,6 +22,11 @@ std::string SectionText(const std::string& html, const std::string& id) {
   return html.substr(start, html.find("</section>", start) - start);
 }
 
+// Each (needle, count): `text` holds needle that many times.
+void ExpectCounts(const std::string& text, std::initializer_list<std::pair<const char*, size_t>> want) {
+  for (const auto& [needle, count] : want) EXPECT_EQ(CountOf(text, needle), count) << needle;
+}
+
 // The table row of entry `index`.
 std::string Row(const std::string& html, int index) {
   size_t at = html.find("<tbody>");
@@ -33,25 +40,25 @@ TEST(ReportHtml, SampleHasTheChartsSeriesAndPointsItsDataSays) {
   // report_sample.h, report_charts.h and agentic_charts.h: 4 charts for the
   // first key (energy and DEP too), 2 for each of the next two, 8 for the
   // agentic key.
-  EXPECT_EQ(CountOf(html, "<svg class=\"ix-chart\""), 16u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"throughput-interactivity\""), 3u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"ttft\""), 3u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"energy\""), 1u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"dep-sessions\""), 1u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-throughput-interactivity\""), 1u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-ttft-turn\""), 1u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-cache-hit\""), 1u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-kv-usage\""), 3u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-dp-sessions\""), 1u);
-  EXPECT_EQ(CountOf(html, "data-chart=\"agentic-dp-hit-rate\""), 1u);
+  ExpectCounts(html, {{"<svg class=\"ix-chart\"", 16},
+                      {"data-chart=\"throughput-interactivity\"", 3},
+                      {"data-chart=\"ttft\"", 3},
+                      {"data-chart=\"energy\"", 1},
+                      {"data-chart=\"dep-sessions\"", 1},
+                      {"data-chart=\"agentic-throughput-interactivity\"", 1},
+                      {"data-chart=\"agentic-ttft-turn\"", 1},
+                      {"data-chart=\"agentic-cache-hit\"", 1},
+                      {"data-chart=\"agentic-kv-usage\"", 3},
+                      {"data-chart=\"agentic-dp-sessions\"", 1},
+                      {"data-chart=\"agentic-dp-hit-rate\"", 1}});
   // Series: 3 + 6 + 3 + 4 (first key), 1 + 2 (second), none (third), then
   // 3 + 3 + 4 + 6 + 4 + 4 (agentic).
   EXPECT_EQ(CountOf(html, "class=\"ix-series\""), 43u);
   // Points: 11 + 22 + 10 + 16 bars, then 2 + 4, then 6 + 30 + 7 + 72 + 12 + 16.
-  EXPECT_EQ(CountOf(html, "class=\"ix-point\""), 208u);
-  EXPECT_EQ(CountOf(html, "class=\"ix-frontier\""), 3u);
-  EXPECT_EQ(CountOf(html, ">no data</text>"), 2u);
-  EXPECT_EQ(CountOf(html, "<tr class=\"ix-row"), 25u);
+  ExpectCounts(html, {{"class=\"ix-point\"", 208},
+                      {"class=\"ix-frontier\"", 3},
+                      {">no data</text>", 2},
+                      {"<tr class=\"ix-row", 25}});
 }
 
 TEST(ReportHtml, IsSelfContained) {
@@ -94,9 +101,9 @@ TEST(ReportHtml, EnergyChartOnlyWhereAKeyHasValidPower) {
   ASSERT_FALSE(second.empty());
   EXPECT_EQ(CountOf(first, "data-chart=\"energy\""), 1u);
   EXPECT_EQ(CountOf(first, "ix-no-energy"), 0u);
-  EXPECT_EQ(CountOf(second, "data-chart=\"energy\""), 0u);
-  EXPECT_EQ(CountOf(second, "ix-no-energy"), 1u);
-  EXPECT_EQ(CountOf(second, "data-chart=\"dep-sessions\""), 0u);
+  ExpectCounts(second, {{"data-chart=\"energy\"", 0},
+                        {"ix-no-energy", 1},
+                        {"data-chart=\"dep-sessions\"", 0}});
 }
 
 TEST(ReportHtml, TableMarksFailuresAndLinksLogs) {
@@ -140,10 +147,10 @@ TEST(ReportHtml, KeyWithBothKindsHasAHeadingAndChartsForEach) {
     if (e.config_key == test::kAgenticKey) e.config_key = data.entries[0].config_key;
   }
   const std::string first = SectionText(RenderReport(data), "config-1");
-  EXPECT_EQ(CountOf(first, "<h3 class=\"ix-kind\">"), 2u);
-  EXPECT_EQ(CountOf(first, "<svg class=\"ix-chart\""), 12u);
-  EXPECT_EQ(CountOf(first, "data-chart=\"throughput-interactivity\""), 1u);
-  EXPECT_EQ(CountOf(first, "data-chart=\"agentic-throughput-interactivity\""), 1u);
+  ExpectCounts(first, {{"<h3 class=\"ix-kind\">", 2},
+                       {"<svg class=\"ix-chart\"", 12},
+                       {"data-chart=\"throughput-interactivity\"", 1},
+                       {"data-chart=\"agentic-throughput-interactivity\"", 1}});
 }
 
 TEST(ReportHtml, UnsafeHrefsAreNotLinks) {

@@ -6,16 +6,23 @@
 namespace ix::test {
 namespace {
 
-// A succeeded entry whose numbers follow a plausible curve: throughput per
-// GPU rises with conc, interactivity and TTFT get worse.
-ReportEntry Succeeded(const std::string& key, const std::string& arm, int64_t conc, int64_t gpus, double speed) {
+// An entry of bucket 1k1k in `state`, without numbers.
+ReportEntry Unfinished(const std::string& key, const std::string& arm, int64_t conc, int64_t gpus,
+                       const std::string& state) {
   ReportEntry e;
   e.config_key = key;
   e.bucket = "1k1k";
   e.arm = arm;
   e.conc = conc;
   e.gpus = gpus;
-  e.state = "succeeded";
+  e.state = state;
+  return e;
+}
+
+// A succeeded entry whose numbers follow a plausible curve: throughput per
+// GPU rises with conc, interactivity and TTFT get worse.
+ReportEntry Succeeded(const std::string& key, const std::string& arm, int64_t conc, int64_t gpus, double speed) {
+  ReportEntry e = Unfinished(key, arm, conc, gpus, "succeeded");
   e.placement = "GPUs 0-" + std::to_string(gpus - 1) + " \xc2\xb7 NUMA 0 \xc2\xb7 cores 0-27,56-83";
   e.has_result = true;
   const double c = static_cast<double>(conc);
@@ -66,17 +73,6 @@ ReportEntry AgenticSucceeded(const std::string& arm, int64_t conc, int dp_ranks,
   return e;
 }
 
-ReportEntry Unfinished(const std::string& key, const std::string& arm, int64_t conc, int64_t gpus,
-                       const std::string& state) {
-  ReportEntry e;
-  e.config_key = key;
-  e.bucket = "1k1k";
-  e.arm = arm;
-  e.conc = conc;
-  e.gpus = gpus;
-  e.state = state;
-  return e;
-}
 
 }  // namespace
 

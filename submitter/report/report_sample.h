@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "submitter/report/report_charts.h"
 #include "submitter/report/report_data.h"
 #include "submitter/report/svg_chart.h"
 
@@ -52,5 +53,12 @@ inline constexpr const char* kOddKey = "llama<&>\"q'-fp8";
 inline constexpr const char* kAgenticKey = "dsv41flash-fp4-b300-vllm-agentic";
 
 ReportData SampleReport();
+
+// The sample and its config groups (report_charts.h), in the sample's order:
+// what the chart tests start from.
+struct SampleGroups {
+  ReportData data = SampleReport();
+  std::vector<ConfigGroup> groups = GroupByConfig(data);
+};
 
 }  // namespace ix::test
