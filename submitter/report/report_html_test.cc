@@ -4,8 +4,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <initializer_list>
-#include <utility>
 
 #include "submitter/report/report_sample.h"
 #include "submitter/report/report_table.h"
@@ -14,17 +12,13 @@ namespace ix {
 namespace {
 
 using test::CountOf;
+using test::ExpectCounts;
 
 // The text of the section with `id`, up to the next section.
 std::string SectionText(const std::string& html, const std::string& id) {
   const size_t start = html.find("<section class=\"ix-config\" id=\"" + id + "\"");
   if (start == std::string::npos) return "";
   return html.substr(start, html.find("</section>", start) - start);
-}
-
-// Each (needle, count): `text` holds needle that many times.
-void ExpectCounts(const std::string& text, std::initializer_list<std::pair<const char*, size_t>> want) {
-  for (const auto& [needle, count] : want) EXPECT_EQ(CountOf(text, needle), count) << needle;
 }
 
 // The table row of entry `index`.
@@ -66,23 +60,20 @@ TEST(ReportHtml, IsSelfContained) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // only the SVG namespace
-  EXPECT_EQ(html.find("https://"), std::string::npos);
-  EXPECT_EQ(html.find("<img"), std::string::npos);
-  EXPECT_EQ(html.find("@import"), std::string::npos);
-  EXPECT_EQ(html.find("url("), std::string::npos);
+  test::ExpectLacks(html, {"https://", "<img", "@import", "url("});
   EXPECT_NE(html.find("<style>"), std::string::npos);
 }
 
 TEST(ReportHtml, HeaderCountsEntriesPerState) {
   const std::string html = RenderReport(test::SampleReport());
-  EXPECT_NE(html.find("sw-20261205-182233-3f9a"), std::string::npos);
-  EXPECT_NE(html.find("full-sweep-fail-fast"), std::string::npos);
-  EXPECT_NE(html.find("2026-12-05 18:40:02 UTC"), std::string::npos);
-  EXPECT_NE(html.find("\xe2\x9c\x93 succeeded: 19</li>"), std::string::npos);
-  EXPECT_NE(html.find("\xe2\x9c\x97 failed: 3</li>"), std::string::npos);
-  EXPECT_NE(html.find("running: 1</li>"), std::string::npos);
-  EXPECT_NE(html.find("pending: 1</li>"), std::string::npos);
-  EXPECT_NE(html.find("cancelled: 1</li>"), std::string::npos);
+  test::ExpectHas(html, {"sw-20261205-182233-3f9a",
+                         "full-sweep-fail-fast",
+                         "2026-12-05 18:40:02 UTC",
+                         "\xe2\x9c\x93 succeeded: 19</li>",
+                         "\xe2\x9c\x97 failed: 3</li>",
+                         "running: 1</li>",
+                         "pending: 1</li>",
+                         "cancelled: 1</li>"});
 }
 
 TEST(ReportHtml, EscapesTheConfigKeyEverywhere) {
@@ -110,9 +101,9 @@ TEST(ReportHtml, TableMarksFailuresAndLinksLogs) {
   const std::string html = RenderReport(test::SampleReport());
   const std::string failed = Row(html, 7);  // tep4 conc 256
   EXPECT_NE(failed.find("ix-failed"), std::string::npos) << failed;
-  EXPECT_NE(failed.find("\xe2\x9c\x97 failed"), std::string::npos);
-  EXPECT_NE(failed.find("engine exited with status 1 before ready (vllm-rank2)"), std::string::npos);
-  EXPECT_NE(failed.find("<a href=\"results/7/server.log\">server.log</a>"), std::string::npos);
+  test::ExpectHas(failed, {"\xe2\x9c\x97 failed",
+                           "engine exited with status 1 before ready (vllm-rank2)",
+                           "<a href=\"results/7/server.log\">server.log</a>"});
   EXPECT_EQ(CountOf(failed, "<td class=\"num\">\xe2\x80\x94</td>"), 6u);  // no metrics
   const std::string ok = Row(html, 0);
   EXPECT_EQ(ok.find("ix-failed"), std::string::npos);

@@ -19,8 +19,12 @@
 //   3 and 1 series, 72 points), DP sessions (4, 12 bars), DP hit rate (4, 16).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "submitter/report/report_charts.h"
@@ -34,6 +38,20 @@ inline size_t CountOf(std::string_view text, std::string_view needle) {
   size_t n = 0;
   for (size_t at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + needle.size())) ++n;
   return n;
+}
+
+// Each (needle, count): `text` holds needle that many times.
+inline void ExpectCounts(std::string_view text, std::initializer_list<std::pair<std::string_view, size_t>> want) {
+  for (const auto& [needle, count] : want) EXPECT_EQ(CountOf(text, needle), count) << needle;
+}
+
+// `text` holds every needle (ExpectHas), or none of them (ExpectLacks); a
+// failure names the needle.
+inline void ExpectHas(std::string_view text, std::initializer_list<std::string_view> needles) {
+  for (std::string_view n : needles) EXPECT_NE(text.find(n), std::string_view::npos) << n;
+}
+inline void ExpectLacks(std::string_view text, std::initializer_list<std::string_view> needles) {
+  for (std::string_view n : needles) EXPECT_EQ(text.find(n), std::string_view::npos) << n;
 }
 
 // A chart's series names, in order, and its number of points.

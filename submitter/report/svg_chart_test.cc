@@ -34,9 +34,7 @@ TEST(SvgChart, DrawsOneGroupPerSeriesAndOneMarkerPerPoint) {
   EXPECT_EQ(CountOf(svg, "class=\"ix-point\""), 5u);
   EXPECT_EQ(CountOf(svg, "<polyline"), 2u);  // lines on, no frontier
   EXPECT_EQ(CountOf(svg, "class=\"ix-frontier\""), 0u);
-  EXPECT_NE(svg.find("<title>a two</title>"), std::string::npos);
-  EXPECT_NE(svg.find(">x (tok/s/user)</text>"), std::string::npos);
-  EXPECT_NE(svg.find(">y (tok/s/GPU)</text>"), std::string::npos);
+  test::ExpectHas(svg, {"<title>a two</title>", ">x (tok/s/user)</text>", ">y (tok/s/GPU)</text>"});
   EXPECT_EQ(CountOf(svg, "class=\"ix-label\""), 3u);  // only a's points have labels
   ExpectFiniteNumbers(svg);
 }
@@ -62,13 +60,11 @@ TEST(SvgChart, EscapesEveryText) {
   c.series[0].points[0].tooltip = "<script>alert(1)</script>";
   c.series[0].points[0].label = "<b>";
   const std::string svg = RenderXyChart(c);
-  EXPECT_EQ(svg.find("<script"), std::string::npos);
-  EXPECT_EQ(svg.find("<b>"), std::string::npos);
-  EXPECT_EQ(svg.find("<T>"), std::string::npos);
-  EXPECT_NE(svg.find("data-chart=\"k&quot;x\""), std::string::npos);
-  EXPECT_NE(svg.find("data-series=\"tp4 &lt;&quot;&#39;&amp;&gt;\""), std::string::npos);
-  EXPECT_NE(svg.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
-  EXPECT_NE(svg.find(">a&amp;b<"), std::string::npos);
+  test::ExpectLacks(svg, {"<script", "<b>", "<T>"});
+  test::ExpectHas(svg, {"data-chart=\"k&quot;x\"",
+                        "data-series=\"tp4 &lt;&quot;&#39;&amp;&gt;\"",
+                        "&lt;script&gt;alert(1)&lt;/script&gt;",
+                        ">a&amp;b<"});
 }
 
 TEST(SvgChart, EmptyChartSaysNoData) {
