@@ -11,6 +11,7 @@
 #include "core/base/file_text.h"
 #include "core/base/sha256.h"
 #include "submitter/sweep/sweep_driver.h"
+#include "submitter/sweep/sweep_test_plan.h"
 #include "tests/support/fake_slurm_cli.h"
 #include "tests/support/test.h"
 
@@ -52,19 +53,7 @@ struct StreamSweep {
       j.key = key;
       j.bucket = BucketOfJobKey(key);
       j.gpus = 4;
-      for (int i = 0; i < n; ++i) {
-        PlannedEntry e;
-        e.index = static_cast<int64_t>(m.plan.entries.size());
-        e.job_key = key;
-        e.array_index = i;
-        e.bucket = j.bucket;
-        e.config_key = "cfg";
-        e.recipe = "r";
-        e.arm = "tp4";
-        e.conc = 8;
-        j.entries.push_back(e.index);
-        m.plan.entries.push_back(e);
-      }
+      test::AddPlainEntries(m, j, n, "cfg");
       m.plan.jobs.push_back(j);
     }
     store.emplace(std::move(SweepStore::Open(DbPath()).value()));

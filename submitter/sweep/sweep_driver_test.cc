@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/base/file_text.h"
+#include "submitter/sweep/sweep_test_plan.h"
 #include "tests/support/fake_slurm_cli.h"
 #include "tests/support/test.h"
 
@@ -53,19 +54,7 @@ struct Sweep {
       j.bucket = j.canary ? "canary" : BucketOfJobKey(spec.key);
       j.gpus = 4;
       if (has_canary && !j.canary) j.depends_on = "canary";
-      for (int i = 0; i < spec.entries; ++i) {
-        PlannedEntry e;
-        e.index = static_cast<int64_t>(m.plan.entries.size());
-        e.job_key = j.key;
-        e.array_index = i;
-        e.bucket = j.bucket;
-        e.config_key = "cfg-" + j.bucket;
-        e.recipe = "r";
-        e.arm = "tp4";
-        e.conc = 8;
-        j.entries.push_back(e.index);
-        m.plan.entries.push_back(e);
-      }
+      test::AddPlainEntries(m, j, spec.entries, "cfg-" + j.bucket);
       m.plan.jobs.push_back(j);
     }
     store.emplace(std::move(SweepStore::Open(dir.path() + "/ix.db").value()));
