@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 
 #include "tests/support/test.h"
 
@@ -165,28 +166,31 @@ TEST(StepOptions, ParseConcurrency) {
   EXPECT_FALSE(ParseConcurrency(" 8").ok());
 }
 
+// Each of `bad` is refused by `parse` with "--OPTION=BAD: ALLOWED".
+void ExpectRefused(Result<int64_t> (*parse)(const std::string&), const std::string& option,
+                   std::initializer_list<const char*> bad, const std::string& allowed) {
+  for (const char* text : bad) {
+    Result<int64_t> r = parse(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error().message, "--" + option + "=" + std::string(text) + ": " + allowed);
+  }
+}
+
 TEST(StepOptions, ParseReadyTimeout) {
   EXPECT_EQ(ParseReadyTimeout("3600").value(), 3600);
   EXPECT_EQ(ParseReadyTimeout("604800").value(), 604800);
   // 2^32 once became 0 through an int cast; 2^31-1 overflowed "+ 60".
-  for (const char* bad : {"4294967296", "2147483647", "604801", "0", "-5", "1.5", ""}) {
-    Result<int64_t> t = ParseReadyTimeout(bad);
-    ASSERT_FALSE(t.ok()) << bad;
-    EXPECT_EQ(t.error().message,
-              "--inferencex-ready-timeout=" + std::string(bad) + ": expected a number of seconds from 1 to 604800");
-  }
+  ExpectRefused(ParseReadyTimeout, "inferencex-ready-timeout",
+                {"4294967296", "2147483647", "604801", "0", "-5", "1.5", ""},
+                "expected a number of seconds from 1 to 604800");
 }
 
 TEST(StepOptions, ParseHangAfter) {
   EXPECT_EQ(ParseHangAfter("300").value(), 300);
   EXPECT_EQ(ParseHangAfter("86400").value(), 86400);
   EXPECT_EQ(ParseHangAfter("off").value(), 0);
-  for (const char* bad : {"0", "86401", "-1", "1.5", "", "OFF", "5s"}) {
-    Result<int64_t> r = ParseHangAfter(bad);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.error().message,
-              "--inferencex-hang-after=" + std::string(bad) + ": expected a number of seconds from 1 to 86400, or off");
-  }
+  ExpectRefused(ParseHangAfter, "inferencex-hang-after", {"0", "86401", "-1", "1.5", "", "OFF", "5s"},
+                "expected a number of seconds from 1 to 86400, or off");
 }
 
 TEST(StepOptions, HangAfterReachesTheRenderCheck) {

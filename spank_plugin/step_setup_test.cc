@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <utility>
 
 #include "core/recipe/recipe.h"
 
@@ -154,22 +156,26 @@ TEST(StepSetup, AnEngineSpanningNodesGetsThePerWorkerNumaFlags) {
   EXPECT_FALSE(s.plan.worker_numa_flags);
 }
 
-TEST(StepSetup, TaskEnvironmentPointsTheClientAtThePublicPort) {
-  const EnvList env = TaskEnvironment(Dep4Setup());
-  auto get = [&](const std::string& k) {
+// Each (name, value): `env` sets name to value ("<unset>": not at all).
+void ExpectEnv(const EnvList& env, std::initializer_list<std::pair<std::string, std::string>> want) {
+  for (const auto& [name, value] : want) {
+    std::string got = "<unset>";
     for (const auto& [n, v] : env) {
-      if (n == k) return v;
+      if (n == name) got = v;
     }
-    return std::string("<unset>");
-  };
-  EXPECT_EQ(get("IX_ENDPOINT"), "http://localhost:21000");
-  EXPECT_EQ(get("IX_PORT"), "21000");
-  EXPECT_EQ(get("IX_PORT_ENGINE_PORT"), "21007");
-  EXPECT_EQ(get("IX_RUN_DIR"), "/run/inferencex/steps/7.0");
-  EXPECT_EQ(get("IX_RESULT_DIR"), "/results/7.0");
-  EXPECT_EQ(get("AIPERF_SERVER_URL"), "http://localhost:21000");
-  EXPECT_EQ(get("AIPERF_SERVER_METRICS_URLS"), "http://localhost:21007/metrics");
-  EXPECT_EQ(get("AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID"), "1");
+    EXPECT_EQ(got, value) << name;
+  }
+}
+
+TEST(StepSetup, TaskEnvironmentPointsTheClientAtThePublicPort) {
+  ExpectEnv(TaskEnvironment(Dep4Setup()), {{"IX_ENDPOINT", "http://localhost:21000"},
+                                           {"IX_PORT", "21000"},
+                                           {"IX_PORT_ENGINE_PORT", "21007"},
+                                           {"IX_RUN_DIR", "/run/inferencex/steps/7.0"},
+                                           {"IX_RESULT_DIR", "/results/7.0"},
+                                           {"AIPERF_SERVER_URL", "http://localhost:21000"},
+                                           {"AIPERF_SERVER_METRICS_URLS", "http://localhost:21007/metrics"},
+                                           {"AIPERF_HTTP_X_SESSION_ID_FROM_CORRELATION_ID", "1"}});
 }
 
 TEST(StepSetup, TaskEnvironmentAcrossNodesPointsEveryNodeAtTheHead) {
@@ -177,24 +183,14 @@ TEST(StepSetup, TaskEnvironmentAcrossNodesPointsEveryNodeAtTheHead) {
   s.plan.nodes = 2;
   s.plan.node_rank = 1;
   s.plan.head_addr = "10.77.0.11";
-  EnvList env = TaskEnvironment(s);
-  auto get = [&](const std::string& k) {
-    for (const auto& [n, v] : env) {
-      if (n == k) return v;
-    }
-    return std::string("<unset>");
-  };
-  EXPECT_EQ(get("IX_ENDPOINT"), "http://10.77.0.11:21000");
-  EXPECT_EQ(get("IX_NODE_RANK"), "1");
-  EXPECT_EQ(get("IX_NODES"), "2");
-  EXPECT_EQ(get("IX_HEAD_ADDR"), "10.77.0.11");
+  ExpectEnv(TaskEnvironment(s), {{"IX_ENDPOINT", "http://10.77.0.11:21000"},
+                                 {"IX_NODE_RANK", "1"},
+                                 {"IX_NODES", "2"},
+                                 {"IX_HEAD_ADDR", "10.77.0.11"}});
   s.plan.head_addr = "fd00::b";
-  env = TaskEnvironment(s);
-  EXPECT_EQ(get("IX_ENDPOINT"), "http://[fd00::b]:21000");
+  ExpectEnv(TaskEnvironment(s), {{"IX_ENDPOINT", "http://[fd00::b]:21000"}});
   // One node: no node variables, the endpoint stays local.
-  env = TaskEnvironment(Dep4Setup());
-  EXPECT_EQ(get("IX_NODE_RANK"), "<unset>");
-  EXPECT_EQ(get("IX_ENDPOINT"), "http://localhost:21000");
+  ExpectEnv(TaskEnvironment(Dep4Setup()), {{"IX_NODE_RANK", "<unset>"}, {"IX_ENDPOINT", "http://localhost:21000"}});
 }
 
 // ---- PlaceStep: the strict/warn decisions of init_post_opt -------------------
