@@ -47,8 +47,8 @@ bool IsDiagnosis(const std::string& name) {
   return name.size() > 14 && name.rfind("diagnosis-", 0) == 0 && name.compare(name.size() - 4, 4, ".txt") == 0;
 }
 
-// A hung step's diagnoses (docs/STEP.md, "Hangs"): the head's in the result
-// directory, another node's in its nodeK/ beside them, the node first.
+// A hung step's diagnoses (docs/STEP.md, "Hangs"): the head's, in the
+// result directory, then each other node's, in its nodeK/ there.
 void DiagnosisLinks(const EntryResults& e, const std::string& report_dir, ReportEntry& r) {
   for (const std::string& f : e.files) {
     if (IsDiagnosis(f)) r.logs.emplace_back(f, RelativeTo(e.result_dir + "/" + f, report_dir));
@@ -61,7 +61,9 @@ void DiagnosisLinks(const EntryResults& e, const std::string& report_dir, Report
       if (IsDiagnosis(d.path().filename().string())) names.push_back(d.path().filename().string());
     }
     std::sort(names.begin(), names.end());
-    for (const std::string& n : names) r.logs.emplace_back(f + "/" + n, RelativeTo(e.result_dir + "/" + f + "/" + n, report_dir));
+    for (const std::string& n : names) {
+      r.logs.emplace_back(f + "/" + n, RelativeTo(e.result_dir + "/" + f + "/" + n, report_dir));
+    }
   }
 }
 
