@@ -10,11 +10,10 @@
 # the CTest cluster fixture, SLURM_CONF, IX_FAKES_BIN_DIR, IXSUBMIT,
 # IX_SOURCE_DIR.
 set -uo pipefail
-export PATH=$IX_FAKES_BIN_DIR:$PATH
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ix_require_env SLURM_CONF IX_FAKES_BIN_DIR IXSUBMIT IX_SOURCE_DIR
 tmp=$(mktemp -d /tmp/ix-agentic-test.XXXXXX); trap 'rm -rf "$tmp"' EXIT
 export FAKE_VLLM_RECORD_DIR=$tmp
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 cfg=$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300.yaml
 key=dsv41flash-fp4-b300-vllm-agentic-dspark
 # One warmup request per lane and 4 s of profiling: a smoke run.
@@ -90,5 +89,4 @@ id=$(grep -o 'sw-[0-9-]*[0-9a-f]*' "$tmp/none.out" | head -1)
   fail "fail-fast cancelled nothing: $(tail -5 "$tmp/none.out")"
 echo "ok: no artifacts: $(json "$r/status.json" 'd["failure_reason"]')"
 
-[[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
-echo "agentic sweep: all checks passed"
+ix_finish "${0##*/}"

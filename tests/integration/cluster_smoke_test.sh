@@ -61,7 +61,8 @@ sbatch --wait --parsable --array=0-3%2 --chdir="$TMP" \
   >"$TMP/sbatch.out" 2>"$TMP/sbatch.err" &
 SBATCH_PID=$!
 for ((i = 0; i < 100; i++)); do
-  JOBID=$(head -n 1 "$TMP/sbatch.out" 2>/dev/null | cut -d';' -f1)
+  # The background shell may not have made the file yet: no output then, not an exit (set -e).
+  JOBID=$({ head -n 1 "$TMP/sbatch.out" 2>/dev/null || true; } | cut -d';' -f1)
   [[ -n $JOBID ]] && break
   alive=1; kill -0 "$SBATCH_PID" 2>/dev/null || alive=0
   [[ $alive -eq 1 ]] || break

@@ -8,11 +8,10 @@
 # the CTest cluster fixture, SLURM_CONF, IX_FAKES_BIN_DIR, IXSUBMIT,
 # IX_SOURCE_DIR.
 set -uo pipefail
-export PATH=$IX_FAKES_BIN_DIR:$PATH
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ix_require_env SLURM_CONF IX_FAKES_BIN_DIR IXSUBMIT IX_SOURCE_DIR
 tmp=$(mktemp -d /tmp/ix-sweep-test.XXXXXX); trap 'rm -rf "$tmp"' EXIT
 export FAKE_VLLM_RECORD_DIR=$tmp
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 cfg=$IX_SOURCE_DIR/recipes/examples/dsv41flash-b300-1k1k.yaml
 key=dsv41flash-fp4-b300-vllm
 sweep() { "$IXSUBMIT" sweep "$1" --config-files "$cfg" --config-keys "$key" --db "$tmp/ix.db" --throttle 2 --no-container "${@:2}"; }
@@ -253,5 +252,4 @@ PATH=$tmp/enroot/bin:$PATH "$IXSUBMIT" images import --squash-dir "$tmp/squash" 
   >"$tmp/img2.out" 2>&1 && grep -q "1 already there" "$tmp/img2.out" || fail "images import again: $(cat "$tmp/img2.out")"
 echo "ok: images import: $(tail -1 "$tmp/img.out")"
 
-[[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
-echo "sweep: all checks passed"
+ix_finish "${0##*/}"
