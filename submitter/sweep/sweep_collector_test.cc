@@ -30,43 +30,23 @@ std::string Read(const std::string& path) {
 // A recorded sweep of arrays ("bucket:NAME", entries), its collector on
 // 127.0.0.1 (a free port) feeding the driver's inbox, a client to it, and
 // hooks whose clock moves one second per pause. Job ids are 1001, ...
-struct StreamSweep {
-  test::TempDir dir{"ix-sweep-stream"};
-  SweepManifest m;
-  std::optional<SweepStore> store;
-  FakeSlurmCli slurm;
+struct StreamSweep : test::RecordedSweep {
   SweepInbox inbox;
   std::unique_ptr<SweepCollector> collector;
   std::unique_ptr<httplib::Client> client;
-  std::string id = "sw-20260101-000000-0001";
-  double clock = 1000;
-  int pauses = 0, seq = 0;
-  std::FILE* out = nullptr;
+  int seq = 0;
 
-  StreamSweep(const std::vector<std::pair<std::string, int>>& jobs, bool fail_fast, bool node_results = false) {
-    m.sweep_id = id;
-    m.sweep_dir = dir.path();
-    m.fail_fast = fail_fast;
+  StreamSweep(const std::vector<std::pair<std::string, int>>& jobs, bool fail_fast, bool node_results = false)
+      : RecordedSweep("ix-sweep-stream", fail_fast) {
     if (node_results) m.stream.node_result_dir = "/tmp/ix-node-results";
-    for (const auto& [key, n] : jobs) {
-      PlannedJob j;
-      j.key = key;
-      j.bucket = BucketOfJobKey(key);
-      j.gpus = 4;
-      test::AddPlainEntries(m, j, n, "cfg");
-      m.plan.jobs.push_back(j);
-    }
-    store.emplace(std::move(SweepStore::Open(DbPath()).value()));
-    EXPECT_EQ(store->CreateSweep(SweepRecordOf(m, SweepMode::kFullSweepFailFast, {"sweep"})).value(), id);
-    out = std::fopen((dir.path() + "/out.txt").c_str(), "w");
+    for (const auto& [key, n] : jobs) AddJob(key, n, "cfg");
+    Record();
     StartCollector();
   }
   ~StreamSweep() {
     if (collector) collector->Stop();
-    std::fclose(out);
   }
 
-  std::string DbPath() const { return dir.path() + "/ix.db"; }
   void StartCollector() {
     Result<std::unique_ptr<SweepCollector>> c =
         SweepCollector::Start(m, ParseListenAddress("127.0.0.1:0", "test").value(), DbPath(), kToken, inbox);
@@ -76,15 +56,7 @@ struct StreamSweep {
   }
 
   WatchHooks Hooks() {
-    WatchHooks h;
-    h.now = [this] { return clock; };
-    h.pause = [this] {
-      ++pauses;
-      clock += 1;
-      return pauses > 100;  // a runaway watch ends as a Ctrl-C
-    };
-    h.confirm_cancel = [](const std::string&) { return false; };
-    h.out = out;
+    WatchHooks h = RecordedSweep::Hooks();
     h.stream = &inbox;
     return h;
   }

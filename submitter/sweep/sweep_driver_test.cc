@@ -24,61 +24,17 @@ struct JobSpec {
   int entries = 1;
 };
 
-// A sweep recorded in a fresh store, the fake Slurm it runs on, and hooks
-// whose clock moves one second per pause. Entries are numbered in plan
-// order (the canary's first); the jobs' Slurm ids are 1001, 1002, ... in
-// submission order.
-struct Sweep {
-  test::TempDir dir{"ix-sweep-driver"};
-  SweepManifest m;
-  std::optional<SweepStore> store;
-  FakeSlurmCli slurm;
-  std::string id = "sw-20260101-000000-0001";
-  double clock = 1000;
-  int pauses = 0;
-  int ctrl_c_at = -1;    // the pause at which the user presses Ctrl-C
-  bool cancel_on_ctrl_c = false;
-  bool asked = false;
-  bool redraw = false;
-  std::FILE* out = nullptr;
-
-  explicit Sweep(const std::vector<JobSpec>& jobs, bool fail_fast = true) {
-    m.sweep_id = id;
-    m.sweep_dir = dir.path();
-    m.fail_fast = fail_fast;
-    const bool has_canary = !jobs.empty() && jobs[0].key == "canary";
+// A recorded sweep of `jobs` (test::RecordedSweep). Entries are numbered in
+// plan order (the canary's first).
+struct Sweep : test::RecordedSweep {
+  explicit Sweep(const std::vector<JobSpec>& jobs, bool fail_fast = true)
+      : RecordedSweep("ix-sweep-driver", fail_fast) {
     for (const JobSpec& spec : jobs) {
-      PlannedJob j;
-      j.key = spec.key;
-      j.canary = spec.key == "canary";
-      j.bucket = j.canary ? "canary" : BucketOfJobKey(spec.key);
-      j.gpus = 4;
-      if (has_canary && !j.canary) j.depends_on = "canary";
-      test::AddPlainEntries(m, j, spec.entries, "cfg-" + j.bucket);
-      m.plan.jobs.push_back(j);
+      AddJob(spec.key, spec.entries, spec.key == "canary" ? "cfg-canary" : "cfg-" + BucketOfJobKey(spec.key));
     }
-    store.emplace(std::move(SweepStore::Open(dir.path() + "/ix.db").value()));
-    EXPECT_EQ(store->CreateSweep(SweepRecordOf(m, SweepMode::kFullSweepFailFast, {"sweep"})).value(), id);
-    out = std::fopen((dir.path() + "/out.txt").c_str(), "w");
+    Record();
   }
-  ~Sweep() { std::fclose(out); }
 
-  WatchHooks Hooks() {
-    WatchHooks h;
-    h.now = [this] { return clock; };
-    h.pause = [this] {
-      ++pauses;
-      clock += 1;
-      return pauses == ctrl_c_at || pauses > 100;  // a runaway watch ends as a Ctrl-C
-    };
-    h.confirm_cancel = [this](const std::string&) {
-      asked = true;
-      return cancel_on_ctrl_c;
-    };
-    h.redraw = redraw;
-    h.out = out;
-    return h;
-  }
   SweepDriver Driver() { return SweepDriver(*store, slurm, id, m, Hooks()); }
   int SubmitAndWatch() {
     SweepDriver d = Driver();
