@@ -224,29 +224,16 @@ NewSweep SweepRecordOf(const SweepManifest& m, SweepMode mode, const std::vector
   ns.mode = mode;
   ns.sweep_dir = m.sweep_dir;
   ns.argv = argv;
+  // In the records' field order (sweep_records.h).
   for (const PlannedJob& j : m.plan.jobs) {
-    NewJob nj;
-    nj.key = j.key;
-    nj.kind = j.canary ? JobKind::kCanary : JobKind::kArray;
-    nj.job_name = JobName(m, j);
-    nj.script_path = ScriptPath(m, j);
-    nj.array_size = static_cast<int64_t>(j.entries.size());
-    nj.throttle = m.settings.throttle;
-    nj.depends_on = j.depends_on;
-    ns.jobs.push_back(nj);
+    ns.jobs.push_back({j.key, j.canary ? JobKind::kCanary : JobKind::kArray, JobName(m, j), ScriptPath(m, j),
+                       static_cast<int64_t>(j.entries.size()), m.settings.throttle, j.depends_on});
   }
   for (const PlannedEntry& e : m.plan.entries) {
-    NewEntry ne;
-    ne.index = e.index;
-    ne.job_key = e.job_key;
-    if (e.job_key != "canary") ne.array_index = e.array_index;
-    ne.bucket = e.bucket;
-    ne.config_key = e.config_key;
-    ne.arm = e.arm;
-    ne.recipe = e.recipe;
-    ne.conc = e.conc;
-    ne.entry_json = e.entry_json;
-    ns.entries.push_back(ne);
+    const std::optional<int64_t> array_index =
+        e.job_key == "canary" ? std::nullopt : std::optional<int64_t>(e.array_index);
+    ns.entries.push_back(
+        {e.index, e.job_key, array_index, e.bucket, e.config_key, e.arm, e.recipe, e.conc, e.entry_json});
   }
   return ns;
 }
