@@ -12,14 +12,10 @@
 #include "node_agent/spool_test_util.h"
 #include "tests/support/test.h"
 
-namespace ix {
+// In ix::test, with the helpers of spool_test_util.h and test.h.
+namespace ix::test {
 namespace {
 
-using ::ix::test::MustOpen;
-using ::ix::test::Recs;
-using ::ix::test::SegmentBytes;
-using ::ix::test::TempDir;
-using ::ix::test::Texts;
 
 TEST(Spool, ReadsInOrderAndForgetsOnlyWhatIsAcknowledged) {
   TempDir tmp("ix-spool");
@@ -87,7 +83,7 @@ TEST(Spool, OneAppenderAndOneDelivererAtOnce) {
     for (int i = 0; i < kTotal; i += 30) ASSERT_TRUE(spool->Append(Recs(i, i + 30)));
   });
   std::vector<std::string> got;
-  const bool done = test::WaitUntil(
+  const bool done = WaitUntil(
       [&] {
         Result<SpoolBatch> b = spool->ReadBatch(97, 1 << 20);
         if (!b || !spool->Acknowledge(b.value().end)) return true;
@@ -102,4 +98,4 @@ TEST(Spool, OneAppenderAndOneDelivererAtOnce) {
 }
 
 }  // namespace
-}  // namespace ix
+}  // namespace ix::test

@@ -15,16 +15,10 @@
 #include "node_agent/spool_test_util.h"
 #include "tests/support/test.h"
 
-namespace ix {
+// In ix::test, with the helpers of spool_test_util.h and test.h.
+namespace ix::test {
 namespace {
 
-using ::ix::test::MustOpen;
-using ::ix::test::ReadAll;
-using ::ix::test::Rec;
-using ::ix::test::Recs;
-using ::ix::test::SegmentBytes;
-using ::ix::test::TempDir;
-using ::ix::test::Texts;
 namespace fs = std::filesystem;
 
 TEST(Spool, CreatesAPrivateDirectoryAndRefusesOthers) {
@@ -56,17 +50,15 @@ TEST(Spool, CreatesAPrivateDirectoryAndRefusesOthers) {
 TEST(Spool, ANewSpoolOnTheDirectoryResumesAtTheCursor) {
   TempDir tmp("ix-spool");
   const std::string dir = tmp.path() + "/s";
-  const SpoolOptions options = SegmentBytes(100);
   {
-    std::unique_ptr<Spool> spool = MustOpen(dir, options);
+    std::unique_ptr<Spool> spool = RotatingSpool(dir, 5);
     ASSERT_NE(spool, nullptr);
-    for (int i = 0; i < 5; ++i) ASSERT_TRUE(spool->Append(Recs(i * 3, i * 3 + 3)));
     Result<SpoolBatch> b = spool->ReadBatch(4, 1 << 20);
     ASSERT_TRUE(b);
     ASSERT_TRUE(spool->Acknowledge(b.value().end));
     EXPECT_EQ(ReadAll(dir + "/cursor"), "2 21\n");  // one record (20 bytes and its newline) into segment 2
   }
-  std::unique_ptr<Spool> again = MustOpen(dir, options);
+  std::unique_ptr<Spool> again = MustOpen(dir, SegmentBytes(100));
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->Stats().pending_records, 11u);
   Result<SpoolBatch> b = again->ReadBatch(100, 1 << 20);
@@ -135,4 +127,4 @@ TEST(SpoolResults, AHalfAddedResultIsRemovedOnOpen) {
 }
 
 }  // namespace
-}  // namespace ix
+}  // namespace ix::test

@@ -47,6 +47,19 @@ inline std::unique_ptr<Spool> MustOpen(const std::string& dir, const SpoolOption
   return s ? std::move(s).value() : nullptr;
 }
 
+// A spool at `dir` with SegmentBytes(100) and records [0, 3 * batches)
+// appended three at a time: about 60 bytes a batch, so each batch starts a
+// segment. nullptr (the test failed) when it cannot open or append.
+inline std::unique_ptr<Spool> RotatingSpool(const std::string& dir, int batches) {
+  std::unique_ptr<Spool> spool = MustOpen(dir, SegmentBytes(100));
+  for (int i = 0; spool && i < batches; ++i) {
+    Status appended = spool->Append(Recs(i * 3, i * 3 + 3));
+    EXPECT_TRUE(appended) << appended.error().message;
+    if (!appended) spool.reset();
+  }
+  return spool;
+}
+
 // The segment files in `dir`, sorted.
 inline std::vector<std::string> SegmentFiles(const std::string& dir) {
   std::vector<std::string> out;

@@ -16,15 +16,10 @@
 #include "node_agent/spool_test_util.h"
 #include "tests/support/test.h"
 
-namespace ix {
+// In ix::test, with the helpers of spool_test_util.h and test.h.
+namespace ix::test {
 namespace {
 
-using ::ix::test::MustOpen;
-using ::ix::test::Recs;
-using ::ix::test::SegmentBytes;
-using ::ix::test::SegmentFiles;
-using ::ix::test::TempDir;
-using ::ix::test::Texts;
 namespace fs = std::filesystem;
 
 TEST(Spool, AppendRefusesBadRecordsWholeAndAFullSpool) {
@@ -49,10 +44,8 @@ TEST(Spool, AppendRefusesBadRecordsWholeAndAFullSpool) {
 TEST(Spool, RotatesSegmentsAndDeletesThoseDelivered) {
   TempDir tmp("ix-spool");
   const std::string dir = tmp.path() + "/s";
-  const SpoolOptions options = SegmentBytes(100);
-  std::unique_ptr<Spool> spool = MustOpen(dir, options);
+  std::unique_ptr<Spool> spool = RotatingSpool(dir, 10);  // ~60 bytes each
   ASSERT_NE(spool, nullptr);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(spool->Append(Recs(i * 3, i * 3 + 3)));  // ~60 bytes each
   const std::vector<std::string> files = SegmentFiles(dir);
   EXPECT_EQ(files.size(), 10u);
   EXPECT_EQ(files.front(), "events-0000000000000001.jsonl");
@@ -148,4 +141,4 @@ TEST(SpoolResults, RefusesWhatCouldBlockIsTooBigOrIsBadlyNamed) {
 }
 
 }  // namespace
-}  // namespace ix
+}  // namespace ix::test
