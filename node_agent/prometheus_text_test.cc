@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/base/text.h"
+#include "node_agent/gpu_sample_test_util.h"
 #include "node_agent/promtool_check.h"
 
 namespace ix {
@@ -17,34 +18,13 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-GpuSample FullGpu(unsigned index) {
-  GpuSample g;
-  g.index = index;
-  g.uuid = "GPU-0000000" + std::to_string(index) + "-aaaa-bbbb-cccc-dddddddddddd";
-  g.name = "NVIDIA H200";
-  g.unix_time = 1700000000.25;
-  g.power_watts = 312.5;
-  g.energy_joules = 123456789.125;
-  g.temperature_celsius = 41;
-  g.sm_clock_mhz = 1980;
-  g.memory_clock_mhz = 3201;
-  g.gpu_utilization_percent = 97;
-  g.memory_utilization_percent = 35;
-  g.memory_used_bytes = uint64_t{120} << 30;
-  g.memory_total_bytes = uint64_t{141} << 30;
-  g.ecc_uncorrected_errors = 0;
-  g.ecc_corrected_errors = 3;
-  g.xid_events = 1;
-  return g;
-}
-
 // Every part filled in, with label values that need escaping.
 AgentMetrics RichMetrics() {
   AgentMetrics m;
   m.node.numa = {{0, 100u << 20, 40u << 20, 60u << 20}, {1, 200u << 20, 150u << 20, 170u << 20}};
   m.node.shm = ShmSpace{"/dev/shm", 1u << 30, 1u << 29, 1u << 29};
   m.gpus.state = "ok";
-  m.gpus.gpus = {FullGpu(0), FullGpu(1)};
+  m.gpus.gpus = {test::FullGpu(0), test::FullGpu(1)};
   m.gpus.gpus[1].name = "odd \"GPU\" \\ name\nwith a line";
   StepMetrics s;
   s.step = "1234.0";
