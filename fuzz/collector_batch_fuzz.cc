@@ -90,8 +90,5 @@ void CheckResultTarget(std::string_view rest) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view text = ixfuzz::AsText(data, size);
-  CheckBatch(text);
-  CheckResultTarget(text);
-  return 0;
+  return ixfuzz::CheckText(data, size, CheckBatch, CheckResultTarget);
 }

@@ -39,4 +39,13 @@ inline std::string_view AsText(const unsigned char* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
 
+// The whole body of a fuzzer that only runs checks on its input as text:
+// each check sees the same bytes, in order. LLVMFuzzerTestOneInput's value.
+template <class... Checks>
+int CheckText(const unsigned char* data, size_t size, Checks... checks) {
+  const std::string_view text = AsText(data, size);
+  (checks(text), ...);
+  return 0;
+}
+
 }  // namespace ixfuzz

@@ -66,8 +66,5 @@ void CheckUrl(std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view text = ixfuzz::AsText(data, size);
-  CheckAnswer(text);
-  CheckUrl(text);
-  return 0;
+  return ixfuzz::CheckText(data, size, CheckAnswer, CheckUrl);
 }

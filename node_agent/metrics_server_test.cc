@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "node_agent/gpu_sample_test_util.h"
 #include "node_agent/promtool_check.h"
 #include "tests/support/http_test_server.h"
 
@@ -23,14 +24,7 @@ AgentMetrics Sample(uint64_t received) {
   m.node.numa = {{0, 1000, 500, 700}};
   m.node.shm = ShmSpace{"/dev/shm", 4096, 2048, 2048};
   m.gpus.state = "ok";
-  GpuSample g;
-  g.index = 0;
-  g.uuid = "GPU-1";
-  g.name = "NVIDIA H100 80GB HBM3";
-  g.power_watts = 250;
-  g.energy_joules = 1e6;
-  g.temperature_celsius = 50;
-  m.gpus.gpus = {g};
+  m.gpus.gpus = {test::FullGpu(0)};
   StepMetrics s;
   s.step = "77.0";
   s.processes = 3;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/base/file_text.h"
+#include "node_agent/gpu_sample_test_util.h"
 #include "node_agent/nvml_sampler.h"
 #include "tests/support/test.h"
 
@@ -175,31 +176,17 @@ TEST(NodeSampleToJson, TheDocumentedShape) {
             R"({"node":1,"mem_total_bytes":8192,"mem_free_bytes":10,"mem_available_bytes":20}],)"
             R"("shm":{"path":"/dev/shm","size_bytes":1000,"free_bytes":900,"used_bytes":100},)"
             R"("gpus":[],"nvml":"NVML not present","notes":[]})");
-  GpuSample g;
-  g.index = 3;
-  g.uuid = "GPU-1";
-  g.name = "NVIDIA H200";
-  g.power_watts = 80.5;
-  g.energy_joules = 1234.25;
-  g.temperature_celsius = 34;
-  g.sm_clock_mhz = 1980;
-  g.memory_clock_mhz = 3201;
-  g.gpu_utilization_percent = 99;
-  g.memory_utilization_percent = 40;
-  g.memory_used_bytes = 1ull << 40;
-  g.memory_total_bytes = 2ull << 40;
-  g.ecc_uncorrected_errors = 1;
-  g.ecc_corrected_errors = 2;
-  g.xid_events = 3;
+  const GpuSample g = test::FullGpu(3);
   GpuSample bare;
   bare.index = 4;
   s.gpus = {g, bare};
   const std::string json = NodeSampleToJson(s, false);
-  EXPECT_NE(json.find(R"("gpus":[{"index":3,"uuid":"GPU-1","name":"NVIDIA H200","power_watts":80.5,)"
-                      R"("energy_joules":1234.25,"temperature_celsius":34,"sm_clock_mhz":1980,"memory_clock_mhz":3201,)"
-                      R"("gpu_utilization_percent":99,"memory_utilization_percent":40,)"
-                      R"("memory_used_bytes":1099511627776,"memory_total_bytes":2199023255552,)"
-                      R"("ecc_uncorrected_errors":1,"ecc_corrected_errors":2,"xid_events":3},)"
+  EXPECT_NE(json.find(R"("gpus":[{"index":3,"uuid":"GPU-00000003-aaaa-bbbb-cccc-dddddddddddd","name":"NVIDIA H200",)"
+                      R"("power_watts":312.5,"energy_joules":123456789.125,"temperature_celsius":41,)"
+                      R"("sm_clock_mhz":1980,"memory_clock_mhz":3201,)"
+                      R"("gpu_utilization_percent":97,"memory_utilization_percent":35,)"
+                      R"("memory_used_bytes":128849018880,"memory_total_bytes":151397597184,)"
+                      R"("ecc_uncorrected_errors":0,"ecc_corrected_errors":3,"xid_events":1},)"
                       R"({"index":4,"uuid":"","name":"","power_watts":null,"energy_joules":null,)"
                       R"("temperature_celsius":null,"sm_clock_mhz":null,"memory_clock_mhz":null,)"
                       R"("gpu_utilization_percent":null,"memory_utilization_percent":null,)"

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -84,6 +85,19 @@ class NvmlSamplerTest : public ::testing::Test {
     return OpenNvml(IX_FAKE_NVML_LIBRARY);
   }
   void SetLoad(const std::string& load) { ASSERT_TRUE(WriteFileAtomic(load_path_, load).ok()); }
+  // Opens the fake with `script` and samples it `rounds` times, the call
+  // counters reset before each; `check(round, snapshot, calls)` looks at
+  // each round (what the sampler asks NVML for, round by round).
+  using RoundCheck = std::function<void(int round, const GpuSnapshot& s, const FakeCalls& calls)>;
+  void SampleRounds(const std::string& script, int rounds, const RoundCheck& check) {
+    const std::unique_ptr<GpuSource> nvml = Open(script);
+    const FakeCalls calls;
+    ASSERT_TRUE(calls.ok());
+    for (int round = 0; round < rounds; ++round) {
+      calls.Reset();
+      check(round, nvml->Sample(), calls);
+    }
+  }
 
   test::TempDir dir_{"ix-nvml-sampler"};
   const std::string script_path_ = dir_.path() + "/script";
@@ -167,12 +181,8 @@ TEST_F(NvmlSamplerTest, WithoutAScriptEightIdleGpus) {
 }
 
 TEST_F(NvmlSamplerTest, OneBatchPerGpuAndSingleCallsOnlyForWhatHasNoFieldId) {
-  const std::unique_ptr<GpuSource> nvml = Open("gpus 4\n");
-  const FakeCalls calls;
-  ASSERT_TRUE(calls.ok());
-  for (int round = 0; round < 2; ++round) {
-    calls.Reset();
-    ASSERT_EQ(nvml->Sample().gpus.size(), 4u);
+  SampleRounds("gpus 4\n", 2, [](int, const GpuSnapshot& s, const FakeCalls& calls) {
+    ASSERT_EQ(s.gpus.size(), 4u);
     EXPECT_EQ(calls("nvmlDeviceGetFieldValues"), 4u);
     EXPECT_EQ(calls("nvmlDeviceGetPowerUsage"), 0u);
     EXPECT_EQ(calls("nvmlDeviceGetTotalEnergyConsumption"), 0u);
@@ -187,16 +197,11 @@ TEST_F(NvmlSamplerTest, OneBatchPerGpuAndSingleCallsOnlyForWhatHasNoFieldId) {
     EXPECT_EQ(calls("nvmlDeviceGetUUID"), 0u);
     EXPECT_EQ(calls("nvmlDeviceGetHandleByIndex_v2"), 0u);
     EXPECT_EQ(calls("nvmlInit_v2"), 0u);
-  }
+  });
 }
 
 TEST_F(NvmlSamplerTest, WithoutFieldValuesTheSingleCallsServeAndTheBatchIsNotAskedAgain) {
-  const std::unique_ptr<GpuSource> nvml = Open("gpus 2\nfield_values off\n");
-  const FakeCalls calls;
-  ASSERT_TRUE(calls.ok());
-  for (int round = 0; round < 2; ++round) {
-    calls.Reset();
-    const GpuSnapshot s = nvml->Sample();
+  SampleRounds("gpus 2\nfield_values off\n", 2, [](int round, const GpuSnapshot& s, const FakeCalls& calls) {
     ASSERT_EQ(s.gpus.size(), 2u);
     EXPECT_EQ(s.detail, "");
     for (const GpuSample& g : s.gpus) {
@@ -212,7 +217,7 @@ TEST_F(NvmlSamplerTest, WithoutFieldValuesTheSingleCallsServeAndTheBatchIsNotAsk
     // second round reports the first round's reading.
     EXPECT_EQ(calls("nvmlDeviceGetTotalEnergyConsumption"), round == 0 ? 2u : 0u);
     EXPECT_EQ(calls("nvmlDeviceGetTotalEccErrors"), 4u);
-  }
+  });
 }
 
 TEST_F(NvmlSamplerTest, TheEnergyCounterIsLeftOutOfTheBatchUntilItIsDue) {
@@ -227,12 +232,7 @@ TEST_F(NvmlSamplerTest, TheEnergyCounterIsLeftOutOfTheBatchUntilItIsDue) {
 }
 
 TEST_F(NvmlSamplerTest, WhatAGpuDoesNotSupportIsUnsetAndNotAskedAgain) {
-  const std::unique_ptr<GpuSource> nvml = Open("gpus 1\necc off\n");
-  const FakeCalls calls;
-  ASSERT_TRUE(calls.ok());
-  for (int round = 0; round < 2; ++round) {
-    calls.Reset();
-    const GpuSnapshot s = nvml->Sample();
+  SampleRounds("gpus 1\necc off\n", 2, [](int round, const GpuSnapshot& s, const FakeCalls& calls) {
     ASSERT_EQ(s.gpus.size(), 1u);
     EXPECT_EQ(s.detail, "");  // not supported is no problem
     EXPECT_FALSE(s.gpus[0].ecc_corrected_errors.has_value());
@@ -240,34 +240,26 @@ TEST_F(NvmlSamplerTest, WhatAGpuDoesNotSupportIsUnsetAndNotAskedAgain) {
     EXPECT_EQ(s.gpus[0].power_watts, 80.0);
     EXPECT_EQ(calls("nvmlDeviceGetFieldValues"), 1u);
     EXPECT_EQ(calls("nvmlDeviceGetTotalEccErrors"), round == 0 ? 2u : 0u);
-  }
+  });
 }
 
 TEST_F(NvmlSamplerTest, WithoutMemoryInfoV2TheUsedMemoryCountsTheReserved) {
-  const std::unique_ptr<GpuSource> nvml = Open("gpus 1\nnot_supported nvmlDeviceGetMemoryInfo_v2\n");
-  const FakeCalls calls;
-  ASSERT_TRUE(calls.ok());
-  for (int round = 0; round < 2; ++round) {
-    calls.Reset();
-    const GpuSnapshot s = nvml->Sample();
+  SampleRounds("gpus 1\nnot_supported nvmlDeviceGetMemoryInfo_v2\n", 2, [](int round, const GpuSnapshot& s, const FakeCalls& calls) {
     ASSERT_EQ(s.gpus.size(), 1u);
     EXPECT_EQ(s.gpus[0].memory_used_bytes, 512ull << 20);
     EXPECT_EQ(s.gpus[0].memory_total_bytes, 143771ull << 20);
     EXPECT_EQ(calls("nvmlDeviceGetMemoryInfo_v2"), round == 0 ? 1u : 0u);
     EXPECT_EQ(calls("nvmlDeviceGetMemoryInfo"), 1u);
-  }
+  });
 }
 
 TEST_F(NvmlSamplerTest, WithoutTheOneSecondAverageThePowerIsTheInstantReading) {
-  const std::unique_ptr<GpuSource> nvml = Open("gpus 1\nunsupported 185\n");
-  const FakeCalls calls;
-  ASSERT_TRUE(calls.ok());
-  calls.Reset();
-  const GpuSnapshot s = nvml->Sample();
-  ASSERT_EQ(s.gpus.size(), 1u);
-  ASSERT_TRUE(s.gpus[0].power_watts.has_value());
-  EXPECT_NEAR(*s.gpus[0].power_watts, 80.0, 1.5 + 1e-9);  // the fake's instant ripple
-  EXPECT_EQ(calls("nvmlDeviceGetPowerUsage"), 0u);
+  SampleRounds("gpus 1\nunsupported 185\n", 1, [](int, const GpuSnapshot& s, const FakeCalls& calls) {
+    ASSERT_EQ(s.gpus.size(), 1u);
+    ASSERT_TRUE(s.gpus[0].power_watts.has_value());
+    EXPECT_NEAR(*s.gpus[0].power_watts, 80.0, 1.5 + 1e-9);  // the fake's instant ripple
+    EXPECT_EQ(calls("nvmlDeviceGetPowerUsage"), 0u);
+  });
 }
 
 TEST_F(NvmlSamplerTest, TheLoadFileRaisesPowerClocksAndUtilisation) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/base/text.h"
+#include "node_agent/gpu_sample_test_util.h"
 #include "node_agent/promtool_check.h"
 
 namespace ix {
@@ -17,34 +18,13 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-GpuSample FullGpu(unsigned index) {
-  GpuSample g;
-  g.index = index;
-  g.uuid = "GPU-0000000" + std::to_string(index) + "-aaaa-bbbb-cccc-dddddddddddd";
-  g.name = "NVIDIA H200";
-  g.unix_time = 1700000000.25;
-  g.power_watts = 312.5;
-  g.energy_joules = 123456789.125;
-  g.temperature_celsius = 41;
-  g.sm_clock_mhz = 1980;
-  g.memory_clock_mhz = 3201;
-  g.gpu_utilization_percent = 97;
-  g.memory_utilization_percent = 35;
-  g.memory_used_bytes = uint64_t{120} << 30;
-  g.memory_total_bytes = uint64_t{141} << 30;
-  g.ecc_uncorrected_errors = 0;
-  g.ecc_corrected_errors = 3;
-  g.xid_events = 1;
-  return g;
-}
-
 // Every part filled in, with label values that need escaping.
 AgentMetrics RichMetrics() {
   AgentMetrics m;
   m.node.numa = {{0, 100u << 20, 40u << 20, 60u << 20}, {1, 200u << 20, 150u << 20, 170u << 20}};
   m.node.shm = ShmSpace{"/dev/shm", 1u << 30, 1u << 29, 1u << 29};
   m.gpus.state = "ok";
-  m.gpus.gpus = {FullGpu(0), FullGpu(1)};
+  m.gpus.gpus = {test::FullGpu(0), test::FullGpu(1)};
   m.gpus.gpus[1].name = "odd \"GPU\" \\ name\nwith a line";
   StepMetrics s;
   s.step = "1234.0";
@@ -99,42 +79,46 @@ TEST(PrometheusText, PromtoolCatchesABadText) {
 
 TEST(PrometheusText, RichInputHasTheFamiliesInBaseUnits) {
   const std::string text = RenderPrometheusText(RichMetrics());
-  EXPECT_THAT(text, HasSubstr("ix_node_numa_memory_total_bytes{numa_node=\"1\"} 209715200\n"));
-  EXPECT_THAT(text, HasSubstr("ix_node_numa_memory_available_bytes{numa_node=\"0\"} 62914560\n"));
-  EXPECT_THAT(text, HasSubstr("ix_node_shm_free_bytes{path=\"/dev/shm\"} 536870912\n"));
   const std::string gpu0 = "{gpu=\"0\",uuid=\"GPU-00000000-aaaa-bbbb-cccc-dddddddddddd\"}";
-  EXPECT_THAT(text, HasSubstr("ix_nvml_up 1\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_power_watts" + gpu0 + " 312.5\n"));
-  EXPECT_THAT(text, HasSubstr("# TYPE ix_gpu_energy_joules_total counter\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_energy_joules_total" + gpu0 + " 123456789.125\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_temperature_celsius" + gpu0 + " 41\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_sm_clock_hertz" + gpu0 + " 1980000000\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_memory_clock_hertz" + gpu0 + " 3201000000\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_utilization_ratio" + gpu0 + " 0.97\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_memory_utilization_ratio" + gpu0 + " 0.35\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_memory_used_bytes" + gpu0 + " 128849018880\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_xid_events_total" + gpu0 + " 1\n"));
-  EXPECT_THAT(text, HasSubstr("ix_gpu_ecc_errors_total{gpu=\"0\",uuid=\"GPU-00000000-aaaa-bbbb-cccc-dddddddddddd\","
-                              "type=\"corrected\"} 3\n"));
-  EXPECT_THAT(text, HasSubstr("type=\"uncorrected\"} 0\n"));
   const std::string step = "{step=\"1234.0\",sweep=\"sweep-1\",entry=\"7\"}";
-  EXPECT_THAT(text, HasSubstr("ix_step_processes" + step + " 12\n"));
-  EXPECT_THAT(text, HasSubstr("ix_step_resident_memory_bytes" + step + " 5368709120\n"));
-  EXPECT_THAT(text, HasSubstr("ix_step_cpu_seconds_total" + step + " 1234.56\n"));
-  EXPECT_THAT(text, HasSubstr("ix_step_hung" + step + " 1\n"));
-  EXPECT_THAT(text, HasSubstr("ix_step_stalled_seconds" + step + " 75.5\n"));
-  EXPECT_THAT(text, HasSubstr("ix_step_engine_requests_running" + step + " 16\n"));
-  EXPECT_THAT(text, HasSubstr("ix_step_engine_generation_tokens_total" + step + " 987654\n"));
-  EXPECT_THAT(text, HasSubstr("ix_step_hung{step=\"1234.batch\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_events_received_total 100\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_events_dropped_total 2\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_events_delivered_total 95\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_delivery_retries_total 4\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_spool_records 3\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_spool_bytes 4096\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_delivery_up 1\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_last_delivery_timestamp_seconds 1700000000.5\n"));
-  EXPECT_THAT(text, HasSubstr("ix_agent_steps_watched 2\n"));
+  // One line of each family, its labels and its value in base units.
+  const std::vector<std::string> expected = {
+      "ix_node_numa_memory_total_bytes{numa_node=\"1\"} 209715200\n",
+      "ix_node_numa_memory_available_bytes{numa_node=\"0\"} 62914560\n",
+      "ix_node_shm_free_bytes{path=\"/dev/shm\"} 536870912\n",
+      "ix_nvml_up 1\n",
+      "ix_gpu_power_watts" + gpu0 + " 312.5\n",
+      "# TYPE ix_gpu_energy_joules_total counter\n",
+      "ix_gpu_energy_joules_total" + gpu0 + " 123456789.125\n",
+      "ix_gpu_temperature_celsius" + gpu0 + " 41\n",
+      "ix_gpu_sm_clock_hertz" + gpu0 + " 1980000000\n",
+      "ix_gpu_memory_clock_hertz" + gpu0 + " 3201000000\n",
+      "ix_gpu_utilization_ratio" + gpu0 + " 0.97\n",
+      "ix_gpu_memory_utilization_ratio" + gpu0 + " 0.35\n",
+      "ix_gpu_memory_used_bytes" + gpu0 + " 128849018880\n",
+      "ix_gpu_xid_events_total" + gpu0 + " 1\n",
+      "ix_gpu_ecc_errors_total{gpu=\"0\",uuid=\"GPU-00000000-aaaa-bbbb-cccc-dddddddddddd\","
+      "type=\"corrected\"} 3\n",
+      "type=\"uncorrected\"} 0\n",
+      "ix_step_processes" + step + " 12\n",
+      "ix_step_resident_memory_bytes" + step + " 5368709120\n",
+      "ix_step_cpu_seconds_total" + step + " 1234.56\n",
+      "ix_step_hung" + step + " 1\n",
+      "ix_step_stalled_seconds" + step + " 75.5\n",
+      "ix_step_engine_requests_running" + step + " 16\n",
+      "ix_step_engine_generation_tokens_total" + step + " 987654\n",
+      "ix_step_hung{step=\"1234.batch\"} 0\n",
+      "ix_agent_events_received_total 100\n",
+      "ix_agent_events_dropped_total 2\n",
+      "ix_agent_events_delivered_total 95\n",
+      "ix_agent_delivery_retries_total 4\n",
+      "ix_agent_spool_records 3\n",
+      "ix_agent_spool_bytes 4096\n",
+      "ix_agent_delivery_up 1\n",
+      "ix_agent_last_delivery_timestamp_seconds 1700000000.5\n",
+      "ix_agent_steps_watched 2\n",
+  };
+  for (const std::string& line : expected) EXPECT_THAT(text, HasSubstr(line));
 }
 
 TEST(PrometheusText, EveryFamilyHasHelpThenTypeThenItsSamplesTogether) {

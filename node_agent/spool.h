@@ -16,6 +16,10 @@
 //                         sha256, size); a result is pending while both exist
 // Segments wholly before the cursor are deleted as it passes them.
 //
+// The code follows the concepts: spool_format.{h,cc} the names and lines of
+// that format (and the file primitives), spool.cc opening and recovery,
+// spool_writer.cc the appending side, spool_replay.cc the delivering side.
+//
 // Threads: exactly one thread appends (the poll loop: Append, and AddResult
 // may run there or on any thread), exactly one delivers (ReadBatch,
 // Acknowledge, PendingResults, OpenResult, ResultDone); Stats and notes

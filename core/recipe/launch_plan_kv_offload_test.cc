@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/recipe/launch_plan.h"
+#include "core/recipe/recipe_test_util.h"
 #include "core/recipe/launch_plan_kv_offload.h"
 #include "tests/support/test.h"
 
@@ -31,14 +32,9 @@ std::string Get(const EnvList& env, const std::string& k) {
   return "<unset>";
 }
 
-class KvOffloadPlanTest : public ::testing::Test {
+// The seed recipe (SeedRecipeTest's recipe_) rendered.
+class KvOffloadPlanTest : public test::SeedRecipeTest {
  protected:
-  void SetUp() override {
-    Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    recipe_ = std::move(r).value();
-  }
-
   // The arm with the tier at `gb`, ports numbered as a step would lease them.
   Result<LaunchPlan> Render(const std::string& arm, const std::string& tier, int64_t gb) {
     RenderRequest req;
@@ -61,7 +57,6 @@ class KvOffloadPlanTest : public ::testing::Test {
     return p.processes.front();
   }
 
-  Recipe recipe_;
 };
 
 TEST_F(KvOffloadPlanTest, Dep4VllmSimpleAddsTheScriptsConfigAtTheEnd) {

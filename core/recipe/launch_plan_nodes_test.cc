@@ -2,6 +2,7 @@
 // expected argv are vLLM's documented multi-node command lines, typed here,
 // not copied from this code's output.
 #include "core/recipe/launch_plan.h"
+#include "core/recipe/recipe_test_util.h"
 #include "tests/support/test.h"
 
 #include <gtest/gtest.h>
@@ -13,14 +14,9 @@ namespace {
 
 constexpr uint64_t kGiB = 1ull << 30;
 
-class NodesPlanTest : public ::testing::Test {
+// The seed recipe (SeedRecipeTest's recipe_) rendered.
+class NodesPlanTest : public test::SeedRecipeTest {
  protected:
-  void SetUp() override {
-    Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    recipe_ = std::move(r).value();
-  }
-
   // Node `node` of `arm`: local ports from that node's broker (different
   // numbers on each node), step ports the same on every node.
   RenderRequest Request(const std::string& arm, int64_t node, int64_t conc = 64) const {
@@ -52,7 +48,6 @@ class NodesPlanTest : public ::testing::Test {
     return std::vector<std::string>(begin, end);
   }
 
-  Recipe recipe_;
 };
 
 TEST_F(NodesPlanTest, TheArmsNameTheirLocalAndStepPortsApart) {

@@ -1,6 +1,7 @@
 // Expectations here are typed from the InferenceX launch script's behaviour
 // (issue #2), not copied from this code's output.
 #include "core/recipe/launch_plan.h"
+#include "core/recipe/recipe_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -14,14 +15,9 @@ const char kThroughputSpec[] =
 const char kEvalSpec[] =
     R"({"method":"dspark","num_speculative_tokens":5,"draft_sample_method":"probabilistic","rejection_sample_method":"block","enable_adaptive_verification":true})";
 
-class LaunchPlanTest : public ::testing::Test {
+// The seed recipe (SeedRecipeTest's recipe_) rendered.
+class LaunchPlanTest : public test::SeedRecipeTest {
  protected:
-  void SetUp() override {
-    Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    recipe_ = std::move(r).value();
-  }
-
   Result<LaunchPlan> Render(const std::string& arm, int64_t conc, bool eval_only = false,
                             EnvList overrides = {}) {
     RenderRequest req;
@@ -40,7 +36,6 @@ class LaunchPlanTest : public ::testing::Test {
     return "<unset>";
   }
 
-  Recipe recipe_;
 };
 
 std::vector<std::string> Tp4Argv(const std::string& port, const std::string& capture,

@@ -28,12 +28,6 @@ bool IsLowerName(const std::string& s) {
   });
 }
 
-std::string Child(const std::string& field, const std::string& key) {
-  return field.empty() ? key : field + "." + key;
-}
-std::string Index(const std::string& field, size_t i) {
-  return field + "[" + std::to_string(i) + "]";
-}
 
 // Loader: turns the YAML document into a Recipe, throwing YamlError. Nodes
 // are YamlDoc ids; kNone is "not given".
@@ -80,7 +74,7 @@ class Loader {
     const uint32_t arms = r_.Required(root, "", "arms");
     r_.RequireMap(arms, "arms");
     if (r_.Size(arms) == 0) r_.Fail(arms, "arms", "at least one arm is required");
-    ForEachEntry(arms, "arms", [&](const std::string& arm_name, uint32_t key, uint32_t value) {
+    ForEachYamlEntry(r_, arms, "arms", [&](const std::string& arm_name, uint32_t key, uint32_t value) {
       recipe.arms.push_back(LoadArm(arm_name, key, value));
     });
     for (const Arm& arm : recipe.arms) CheckArm(recipe, arm);
@@ -92,28 +86,13 @@ class Loader {
 
   LocatedTemplate Tmpl(uint32_t node, const std::string& field) { return LoadTemplate(r_, node, field); }
 
-  // Calls fn(name, key, value) for each entry of map `map` at `field`, in
-  // written order, after checking that no earlier key has the same text
-  // (`8000` and "8000" are two YAML keys but one name here).
-  template <class Fn>
-  void ForEachEntry(uint32_t map, const std::string& field, Fn&& fn) {
-    r_.RequireMap(map, field);
-    std::set<std::string> seen;
-    const std::vector<uint32_t>& items = r_.node(map).items;
-    for (size_t k = 0; k + 1 < items.size(); k += 2) {
-      const std::string name = r_.String(items[k], field);
-      if (!seen.insert(name).second) r_.Fail(items[k], Child(field, name), "given twice");
-      fn(name, items[k], items[k + 1]);
-    }
-  }
-
   // Variable and port names: upper-case letters, digits and '_'.
   void RequireUpperName(uint32_t node, const std::string& field, const std::string& name, const char* what) {
     if (!IsUpperName(name)) r_.Fail(node, field, std::string(what) + " names are upper-case letters, digits and '_'");
   }
 
   void LoadVariables(uint32_t vars, Recipe& recipe) {
-    ForEachEntry(vars, "variables", [&](const std::string& name, uint32_t key, uint32_t def) {
+    ForEachYamlEntry(r_, vars, "variables", [&](const std::string& name, uint32_t key, uint32_t def) {
       RecipeVariable v;
       v.name = name;
       const std::string field = Child("variables", v.name);
@@ -169,7 +148,7 @@ class Loader {
 
   std::vector<EnvTemplate> LoadEnv(uint32_t map, const std::string& field) {
     std::vector<EnvTemplate> env;
-    ForEachEntry(map, field, [&](const std::string& name, uint32_t key, uint32_t value) {
+    ForEachYamlEntry(r_, map, field, [&](const std::string& name, uint32_t key, uint32_t value) {
       const std::string f = Child(field, name);
       if (!IsUpperName(name) && !IsLowerName(name)) r_.Fail(key, f, "not an environment variable name");
       env.push_back(EnvTemplate{name, Tmpl(value, f)});
@@ -320,7 +299,7 @@ class Loader {
     }
     if (const uint32_t vars = r_.Find(node, "vars"); vars != kNone) {
       const std::string vf = Child(field, "vars");
-      ForEachEntry(vars, vf, [&](const std::string& v, uint32_t var_key, uint32_t value) {
+      ForEachYamlEntry(r_, vars, vf, [&](const std::string& v, uint32_t var_key, uint32_t value) {
         RequireUpperName(var_key, Child(vf, v), v, "variable");
         arm.vars.emplace_back(v, Tmpl(value, Child(vf, v)));
       });
@@ -337,7 +316,7 @@ class Loader {
   // {NAME: [items]} in written order; a null value is an empty fragment.
   std::vector<std::pair<std::string, std::vector<ListArg>>> LoadFragments(uint32_t map, const std::string& ff) {
     std::vector<std::pair<std::string, std::vector<ListArg>>> out;
-    ForEachEntry(map, ff, [&](const std::string& f, uint32_t, uint32_t value) {
+    ForEachYamlEntry(r_, map, ff, [&](const std::string& f, uint32_t, uint32_t value) {
       out.emplace_back(f, r_.IsNull(value) ? std::vector<ListArg>{} : LoadListArgs(value, Child(ff, f), false));
     });
     return out;

@@ -10,8 +10,6 @@
 namespace ix {
 namespace {
 
-std::string Child(const std::string& field, const std::string& key) { return field + "." + key; }
-std::string Index(const std::string& field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
 bool NameChars(const std::string& s, bool colon) {
   const auto first = [&](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':'); };

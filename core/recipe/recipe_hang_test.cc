@@ -2,6 +2,7 @@
 // for each layout, and their JSON round trip (what ix-stepd reads).
 #include "core/recipe/launch_plan.h"
 #include "core/recipe/recipe.h"
+#include "core/recipe/recipe_test_util.h"
 #include "tests/support/test.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +10,8 @@
 namespace ix {
 namespace {
 
-const char kRecipeDir[] = IX_SOURCE_DIR "/recipes";
+using test::kRecipeDir;
+using test::LoadError;
 
 // A recipe with a router; `hang` is appended to it.
 std::string WithHang(const std::string& hang) {
@@ -32,12 +34,6 @@ arms:
     router: true
     ports: [PORT, ENGINE_PORT, METRICS_PORT]
 )" + hang;
-}
-
-std::string LoadError(const std::string& text) {
-  Result<Recipe> r = LoadRecipeString(text, "r.yaml");
-  EXPECT_FALSE(r.ok());
-  return r.ok() ? "" : r.error().message;
 }
 
 const char kEngineOnly[] = R"(hang:

@@ -11,8 +11,6 @@
 namespace ix {
 namespace {
 
-std::string Child(const std::string& field, const std::string& key) { return field + "." + key; }
-std::string Index(const std::string& field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
 bool IsUpperName(const std::string& s) {
   if (s.empty() || !((s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_')) return false;
@@ -46,7 +44,7 @@ class TierLoader {
     if (const uint32_t d = r_.Find(def, "doc"); d != kNone) tier.doc = r_.String(d, Child(field, "doc"));
     if (const uint32_t v = r_.Find(def, "vars"); v != kNone) {
       const std::string vf = Child(field, "vars");
-      ForEachEntry(v, vf, [&](const std::string& var, uint32_t k, uint32_t value) {
+      ForEachYamlEntry(r_, v, vf, [&](const std::string& var, uint32_t k, uint32_t value) {
         if (!IsUpperName(var)) r_.Fail(k, Child(vf, var), "variable names are upper-case letters, digits and '_'");
         tier.vars.emplace_back(var, Tmpl(value, Child(vf, var)));
       });
@@ -68,23 +66,9 @@ class TierLoader {
 
   LocatedTemplate Tmpl(uint32_t node, const std::string& field) { return LoadTemplate(r_, node, field); }
 
-  // fn(name, key, value) per entry in written order; `8000` and "8000" are
-  // two YAML keys but one name here, so the text is checked for repeats.
-  template <class Fn>
-  void ForEachEntry(uint32_t map, const std::string& field, Fn&& fn) {
-    r_.RequireMap(map, field);
-    std::set<std::string> seen;
-    const std::vector<uint32_t>& items = r_.node(map).items;
-    for (size_t k = 0; k + 1 < items.size(); k += 2) {
-      const std::string name = r_.String(items[k], field);
-      if (!seen.insert(name).second) r_.Fail(items[k], Child(field, name), "given twice");
-      fn(name, items[k], items[k + 1]);
-    }
-  }
-
   std::vector<EnvTemplate> Env(uint32_t map, const std::string& field) {
     std::vector<EnvTemplate> env;
-    ForEachEntry(map, field, [&](const std::string& name, uint32_t key, uint32_t value) {
+    ForEachYamlEntry(r_, map, field, [&](const std::string& name, uint32_t key, uint32_t value) {
       if (!IsUpperName(name) && !IsLowerName(name)) r_.Fail(key, Child(field, name), "not an environment variable name");
       env.push_back(EnvTemplate{name, Tmpl(value, Child(field, name))});
     });

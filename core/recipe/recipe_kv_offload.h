@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,12 +15,35 @@
 
 namespace ix {
 
+// A field's name in errors: "arms.tp2", "kv_offload.tiers[0]" (a field of
+// the top level is its key alone).
+inline std::string Child(const std::string& field, const std::string& key) {
+  return field.empty() ? key : field + "." + key;
+}
+inline std::string Index(const std::string& field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
+
 // The tiers of mapping `map` (field "kv_offload") into recipe.kv_offload.
 // Needs recipe.variables loaded (a `when:` may name one).
 void LoadKvOffloadTiers(const YamlReader& r, uint32_t map, Recipe& recipe);
 
 // The template written at `node`, with where it was written.
 LocatedTemplate LoadTemplate(const YamlReader& r, uint32_t node, const std::string& field);
+
+// Calls fn(name, key, value) for each entry of map `map` at `field`, in
+// written order, after checking that no earlier key has the same text
+// (`8000` and "8000" are two YAML keys but one name here). The recipe's
+// maps and the tiers' maps are read through this one loop.
+template <class Fn>
+void ForEachYamlEntry(const YamlReader& r, uint32_t map, const std::string& field, Fn&& fn) {
+  r.RequireMap(map, field);
+  std::set<std::string> seen;
+  const std::vector<uint32_t>& items = r.node(map).items;
+  for (size_t k = 0; k + 1 < items.size(); k += 2) {
+    const std::string name = r.String(items[k], field);
+    if (!seen.insert(name).second) r.Fail(items[k], Child(field, name), "given twice");
+    fn(name, items[k], items[k + 1]);
+  }
+}
 
 // Readiness checks: each {http_ok: URL}, {models_nonempty: URL} or
 // {tcp_listening: HOST:PORT}.

@@ -4,10 +4,13 @@
 
 #include "core/recipe/launch_plan.h"
 #include "core/recipe/recipe.h"
+#include "core/recipe/recipe_test_util.h"
 #include "tests/support/test.h"
 
 namespace ix {
 namespace {
+
+using test::LoadError;
 
 const char kRecipe[] = R"(schema: 1
 name: mini
@@ -45,12 +48,6 @@ arms:
     dp: 2
     ports: [PORT]
 )";
-
-std::string LoadError(const std::string& text) {
-  Result<Recipe> r = LoadRecipeString(text, "r.yaml");
-  EXPECT_FALSE(r.ok());
-  return r.ok() ? "" : r.error().message;
-}
 
 TEST(RecipeKvOffload, ATierLoadsAndRenders) {
   Result<Recipe> r = LoadRecipeString(kRecipe, "r.yaml");

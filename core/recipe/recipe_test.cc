@@ -1,4 +1,5 @@
 #include "core/recipe/recipe.h"
+#include "core/recipe/recipe_test_util.h"
 #include "tests/support/test.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +9,8 @@
 namespace ix {
 namespace {
 
-const char kRecipeDir[] = IX_SOURCE_DIR "/recipes";
+using test::kRecipeDir;
+using test::LoadError;
 
 // A small valid recipe; tests break one thing at a time.
 const char kMinimal[] = R"(schema: 1
@@ -32,12 +34,6 @@ arms:
     vars: {ENGINE_PORT: "${PORT}"}
     fragments: {par: [-tp, "${TP}"]}
 )";
-
-std::string LoadError(const std::string& text) {
-  Result<Recipe> r = LoadRecipeString(text, "r.yaml");
-  EXPECT_FALSE(r.ok());
-  return r.ok() ? "" : r.error().message;
-}
 
 TEST(Recipe, MinimalLoads) {
   Result<Recipe> r = LoadRecipeString(kMinimal, "r.yaml");

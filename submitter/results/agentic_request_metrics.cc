@@ -64,11 +64,11 @@ std::pair<double, double> MeanParts(const std::vector<double>& v) {
   return {hi, lo - (hi - q)};
 }
 
-// stats_for: {mean, p50, p75, p90, p95, std}, or {} for no values.
-Value StatsFor(const std::vector<double>& v, Alloc& a) {
+// stats_for's keys in its order, {mean, p50, p75, p90, p95, std}, of
+// non-empty `v`, its mean given (a float, or an int that stays one).
+Value StatsWithMean(const std::vector<double>& v, Value mean, Alloc& a) {
   Value out(rapidjson::kObjectType);
-  if (v.empty()) return out;
-  out.AddMember("mean", PyMean(v), a);
+  out.AddMember("mean", mean, a);
   out.AddMember("p50", PyPercentile(v, 50), a);
   out.AddMember("p75", PyPercentile(v, 75), a);
   out.AddMember("p90", PyPercentile(v, 90), a);
@@ -77,19 +77,18 @@ Value StatsFor(const std::vector<double>& v, Alloc& a) {
   return out;
 }
 
+// stats_for: {mean, p50, p75, p90, p95, std}, or {} for no values.
+Value StatsFor(const std::vector<double>& v, Alloc& a) {
+  if (v.empty()) return Value(rapidjson::kObjectType);
+  return StatsWithMean(v, Value(PyMean(v)), a);
+}
+
 // _distribution: stats_for over ints (the mean may stay an int).
 Value Distribution(const std::vector<int64_t>& v, Alloc& a) {
-  Value out(rapidjson::kObjectType);
-  if (v.empty()) return out;
+  if (v.empty()) return Value(rapidjson::kObjectType);
   std::vector<double> f(v.begin(), v.end());
   for (size_t i = 0; i < v.size(); ++i) f[i] = static_cast<double>(v[i]);
-  out.AddMember("mean", PyMeanOfInts(v), a);
-  out.AddMember("p50", PyPercentile(f, 50), a);
-  out.AddMember("p75", PyPercentile(f, 75), a);
-  out.AddMember("p90", PyPercentile(f, 90), a);
-  out.AddMember("p95", PyPercentile(f, 95), a);
-  out.AddMember("std", v.size() > 1 ? PyPStdev(f) : 0.0, a);
-  return out;
+  return StatsWithMean(f, PyMeanOfInts(v), a);
 }
 
 // _interactivity_stats: 1/x of each latency statistic (so p90

@@ -28,12 +28,23 @@ const char kBench[] =
     R"({"model_id":"m","max_concurrency":64,"total_token_throughput":8000.0,"output_throughput":2000.0,)"
     R"("mean_ttft_ms":250.0,"median_tpot_ms":20.0,"p99_e2el_ms":5000.0})";
 
-TEST(ProcessResult, MakesProcessResultPysFieldsInItsOrder) {
+// kBench parsed: what benchmark_serving.py wrote.
+rapidjson::Document Bench() {
   rapidjson::Document bench;
   bench.Parse(kBench);
-  Result<rapidjson::Document> agg = ProcessResult(bench, Lookup(Env()));
-  ASSERT_TRUE(agg) << agg.error().message;
-  EXPECT_EQ(PyJsonDumps(agg.value(), 0),
+  return bench;
+}
+
+// The aggregate of kBench under `env` as json.dumps prints it; "error: ..."
+// when it is refused (which no expected text matches).
+std::string AggregateText(const std::map<std::string, std::string>& env) {
+  const rapidjson::Document bench = Bench();  // outlives the aggregate, which may point into it
+  Result<rapidjson::Document> agg = ProcessResult(bench, Lookup(env));
+  return agg ? PyJsonDumps(agg.value(), 0) : "error: " + agg.error().message;
+}
+
+TEST(ProcessResult, MakesProcessResultPysFieldsInItsOrder) {
+  EXPECT_EQ(AggregateText(Env()),
             R"({"hw": "b300", "conc": 64, "image": "vllm:x", "model": "m", "infmax_model_prefix": "dsv", )"
             R"("framework": "vllm", "precision": "fp4", "spec_decoding": "none", "disagg": false, )"
             R"("recipe_fingerprint": "", "isl": 1024, "osl": 1024, )"
@@ -45,8 +56,7 @@ TEST(ProcessResult, MakesProcessResultPysFieldsInItsOrder) {
 }
 
 TEST(ProcessResult, RefusesWhatProcessResultPyRefuses) {
-  rapidjson::Document bench;
-  bench.Parse(kBench);
+  rapidjson::Document bench = Bench();
   auto env = Env();
   env.erase("ISL");
   env.erase("IMAGE");
@@ -82,11 +92,7 @@ std::map<std::string, std::string> MultinodeEnv() {
 // json.dumps), less the power keys its aggregate_power_multinode.py adds
 // (power_metric_schema_version 2, power_valid 0: power_aggregate_test.cc).
 TEST(ProcessResult, MultinodeAggregatedCountsEveryGpuAsPrefill) {
-  rapidjson::Document bench;
-  bench.Parse(kBench);
-  Result<rapidjson::Document> agg = ProcessResult(bench, Lookup(MultinodeEnv()));
-  ASSERT_TRUE(agg) << agg.error().message;
-  EXPECT_EQ(PyJsonDumps(agg.value(), 0),
+  EXPECT_EQ(AggregateText(MultinodeEnv()),
             R"({"hw": "b300", "conc": 64, "image": "vllm:x", "model": "m", "infmax_model_prefix": "dsv", )"
             R"("framework": "vllm", "precision": "fp4", "spec_decoding": "none", "disagg": false, )"
             R"("recipe_fingerprint": "", "isl": 1024, "osl": 1024, "is_multinode": true, "prefill_tp": 16, )"
@@ -99,8 +105,6 @@ TEST(ProcessResult, MultinodeAggregatedCountsEveryGpuAsPrefill) {
 }
 
 TEST(ProcessResult, MultinodeWithDecodeGpusDividesOutputByThem) {
-  rapidjson::Document bench;
-  bench.Parse(kBench);
   auto env = MultinodeEnv();
   env.erase("PREFILL_HARDWARE");
   env.erase("DECODE_HARDWARE");
@@ -110,9 +114,7 @@ TEST(ProcessResult, MultinodeWithDecodeGpusDividesOutputByThem) {
            {"DECODE_NUM_WORKERS", "1"}, {"DECODE_TP", "8"}, {"DECODE_PP_SIZE", "2"}, {"DECODE_EP", "16"}}) {
     env[k] = v;
   }
-  Result<rapidjson::Document> agg = ProcessResult(bench, Lookup(env));
-  ASSERT_TRUE(agg) << agg.error().message;
-  EXPECT_EQ(PyJsonDumps(agg.value(), 0),
+  EXPECT_EQ(AggregateText(env),
             R"({"hw": "b300", "conc": 64, "image": "vllm:x", "model": "m", "infmax_model_prefix": "dsv", )"
             R"("framework": "vllm", "precision": "fp4", "spec_decoding": "none", "disagg": true, )"
             R"("recipe_fingerprint": "", "isl": 1024, "osl": 1024, "is_multinode": true, "prefill_tp": 4, )"
@@ -129,8 +131,7 @@ TEST(ProcessResult, MultinodeWithDecodeGpusDividesOutputByThem) {
 // a non-integer, which Python reports as int()'s "invalid literal"; here the
 // variable is named.
 TEST(ProcessResult, MultinodeRefusesWhatProcessResultPyRefuses) {
-  rapidjson::Document bench;
-  bench.Parse(kBench);
+  rapidjson::Document bench = Bench();
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
       {{{"PREFILL_GPUS", "0"}, {"DECODE_GPUS", "8"}}, "Multinode results require at least one prefill GPU."},
       {{{"PREFILL_GPUS", "0"}, {"DECODE_GPUS", "0"}}, "Multinode results require at least one GPU."},

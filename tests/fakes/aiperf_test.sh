@@ -9,6 +9,7 @@
 set -euo pipefail
 
 BIN=${1:?usage: aiperf_test.sh BIN_DIR}
+# shellcheck source=tests/fakes/fakes_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/fakes_lib.sh"
 command -v python3 >/dev/null || { echo "aiperf_test.sh: needs python3" >&2; exit 1; }
 TMP=$(mktemp -d /tmp/ix-aiperf-test.XXXXXX)
@@ -19,16 +20,9 @@ cleanup() {
     kill -TERM "$VLLM_PID" 2>/dev/null || true
     wait "$VLLM_PID" 2>/dev/null || true
   fi
-  if [[ $FAILED -eq 0 ]]; then rm -rf "$TMP"; else echo "logs kept in $TMP" >&2; fi
+  remove_tmp
 }
 trap cleanup EXIT
-fail() {
-  FAILED=1
-  echo "FAIL: $*" >&2
-  show_logs 2
-  exit 1
-}
-ok() { echo "ok: $*"; }
 
 # replay_cmd PORT DURATION CONC OUT_DIR: build_replay_cmd's tokens (agentic
 # spec 1.3), in its order, for a short run.

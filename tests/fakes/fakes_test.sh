@@ -8,6 +8,7 @@
 set -euo pipefail
 
 BIN=${1:?usage: fakes_test.sh BIN_DIR}
+# shellcheck source=tests/fakes/fakes_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/fakes_lib.sh"
 for tool in curl ps python3; do
   command -v "$tool" >/dev/null || { echo "fakes_test.sh: needs $tool" >&2; exit 1; }
@@ -15,22 +16,15 @@ done
 TMP=$(mktemp -d /tmp/ix-fakes-test.XXXXXX)
 PIDS=()
 exec 9>&2  # failures go here, also while stderr is muted
+FAIL_FD=9
 FAILED=0
 
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  if [[ $FAILED -eq 0 ]]; then rm -rf "$TMP"; else echo "logs kept in $TMP" >&9; fi
+  remove_tmp
 }
 trap cleanup EXIT
-
-fail() {
-  FAILED=1
-  echo "FAIL: $*" >&9
-  show_logs 9
-  exit 1
-}
-ok() { echo "ok: $*"; }
 
 # start NAME [ENV=VAL...] PROGRAM ARGS...: runs in the background, logs to $TMP/NAME.log, sets PID.
 start() {
