@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -196,6 +197,14 @@ struct Fixture {
     for (int i = from; i < to; ++i) events.push_back(Event(i));
     ASSERT_TRUE(spool->Append(events));
   }
+  // A delivery of this spool with these options, started; null (and a
+  // failure) when it does not start.
+  std::unique_ptr<Delivery> Started() {
+    auto d = std::make_unique<Delivery>(*spool, options);
+    if (d->Start()) return d;
+    ADD_FAILURE() << "the delivery did not start";
+    return nullptr;
+  }
   int LogLinesWith(const std::string& s) {
     std::lock_guard<std::mutex> lock(log_mu);
     return static_cast<int>(std::count_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(s) != std::string::npos; }));
@@ -206,28 +215,26 @@ TEST(Delivery, PostsTheSpoolAsJsonArraysWithTheToken) {
   Fixture f;
   f.Append(1, 11);
   f.options.max_batch_records = 4;
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return f.collector.stored().size() >= 10; }, 20s));
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return f.collector.stored().size() >= 10; }, 20s));
   EXPECT_EQ(f.collector.stored(), Ids(1, 11));  // in order
   EXPECT_EQ(f.collector.batch_sizes(), (std::vector<size_t>{4, 4, 2}));
   for (const std::string& h : f.collector.headers("Authorization")) EXPECT_EQ(h, "Bearer s3cret-token");
   for (const std::string& h : f.collector.headers("Content-Type")) EXPECT_EQ(h, "application/json");
-  ASSERT_TRUE(WaitUntil([&] { return d.Counters().spool.pending_records == 0; }, 20s));
-  const DeliveryCounters c = d.Counters();
+  ASSERT_TRUE(WaitUntil([&] { return d->Counters().spool.pending_records == 0; }, 20s));
+  const DeliveryCounters c = d->Counters();
   EXPECT_EQ(c.events_delivered, 10u);
   EXPECT_EQ(c.retries, 0u);
   EXPECT_GT(c.last_success_time, 0);
-  EXPECT_TRUE(d.Stop(10s));
+  EXPECT_TRUE(d->Stop(10s));
 }
 
 TEST(Delivery, ABatchStaysWithinTheByteLimit) {
   Fixture f;
   f.Append(1, 21);  // 51 or 52 bytes each
   f.options.max_batch_bytes = 300;
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return f.collector.stored().size() >= 20; }, 20s));
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return f.collector.stored().size() >= 20; }, 20s));
   for (size_t n : f.collector.body_bytes()) EXPECT_LE(n, 300u);
   EXPECT_EQ(f.collector.batch_sizes().front(), 5u);  // 5 * 51 + 4 commas + 2 brackets = 261; a sixth is too many
   EXPECT_EQ(f.collector.stored(), Ids(1, 21));
@@ -237,18 +244,17 @@ TEST(Delivery, RetriesAfter503AndAcknowledgesNothingBeforeA200) {
   Fixture f;
   f.collector.status = 503;
   f.Append(1, 6);
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return f.collector.requests >= 3; }, 20s));
-  DeliveryCounters c = d.Counters();
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return f.collector.requests >= 3; }, 20s));
+  DeliveryCounters c = d->Counters();
   EXPECT_EQ(c.spool.pending_records, 5u);  // at least once: still all there
   EXPECT_EQ(c.events_delivered, 0u);
   EXPECT_GE(c.retries, 2u);
   EXPECT_NE(c.last_error.find("HTTP 503"), std::string::npos) << c.last_error;
   f.collector.status = 200;
-  ASSERT_TRUE(WaitUntil([&] { return d.Counters().spool.pending_records == 0; }, 20s));
+  ASSERT_TRUE(WaitUntil([&] { return d->Counters().spool.pending_records == 0; }, 20s));
   EXPECT_EQ(f.collector.stored(), Ids(1, 6));
-  EXPECT_EQ(d.Counters().events_delivered, 5u);
+  EXPECT_EQ(d->Counters().events_delivered, 5u);
 }
 
 TEST(Delivery, A401IsLoggedOnceAndRetriedUntilTheTokenIsTaken) {
@@ -256,14 +262,13 @@ TEST(Delivery, A401IsLoggedOnceAndRetriedUntilTheTokenIsTaken) {
   f.options.token = "wrong";
   f.options.backoff_max = 2ms;
   f.Append(1, 3);
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return f.collector.requests >= 5; }, 20s));
-  const DeliveryCounters c = d.Counters();
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return f.collector.requests >= 5; }, 20s));
+  const DeliveryCounters c = d->Counters();
   EXPECT_TRUE(c.unauthorized);
   EXPECT_EQ(c.spool.pending_records, 2u);
   EXPECT_EQ(f.LogLinesWith("HTTP 401"), 1);
-  EXPECT_TRUE(d.Stop(10s));
+  EXPECT_TRUE(d->Stop(10s));
   EXPECT_TRUE(f.collector.stored().empty());
 }
 
@@ -272,13 +277,12 @@ TEST(Delivery, ABadRecordIsFoundBySplittingAndSkipped) {
   std::vector<std::string> events;
   for (int i = 1; i <= 10; ++i) events.push_back(Event(i, i == 6 ? R"(,"bad":true)" : ""));
   ASSERT_TRUE(f.spool->Append(events));
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return d.Counters().spool.pending_records == 0; }, 20s));
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return d->Counters().spool.pending_records == 0; }, 20s));
   std::vector<std::string> want = Ids(1, 11);
   want.erase(want.begin() + 5);
   EXPECT_EQ(f.collector.stored(), want);  // the others, in order, once
-  const DeliveryCounters c = d.Counters();
+  const DeliveryCounters c = d->Counters();
   EXPECT_EQ(c.events_skipped, 1u);
   EXPECT_EQ(c.events_delivered, 9u);
   EXPECT_EQ(f.LogLinesWith(R"("id":"1.0:6")"), 1);
@@ -289,11 +293,10 @@ TEST(Delivery, A413SplitsTheBatchAndLosesNothing) {
   Fixture f;
   f.collector.max_events = 3;
   f.Append(1, 11);
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return d.Counters().spool.pending_records == 0; }, 20s));
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return d->Counters().spool.pending_records == 0; }, 20s));
   EXPECT_EQ(f.collector.stored(), Ids(1, 11));
-  EXPECT_EQ(d.Counters().events_skipped, 0u);
+  EXPECT_EQ(d->Counters().events_skipped, 0u);
 }
 
 TEST(Delivery, NoCollectorListeningIsRetried) {
@@ -301,10 +304,9 @@ TEST(Delivery, NoCollectorListeningIsRetried) {
   testing_http::RawPort refused(false);
   f.options.collector = refused.Url("");
   f.Append(1, 3);
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return d.Counters().retries >= 3; }, 20s));
-  const DeliveryCounters c = d.Counters();
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return d->Counters().retries >= 3; }, 20s));
+  const DeliveryCounters c = d->Counters();
   EXPECT_EQ(c.spool.pending_records, 2u);
   EXPECT_NE(c.last_error.find("POST http://127.0.0.1:"), std::string::npos) << c.last_error;
   EXPECT_EQ(c.last_success_time, 0);
@@ -314,22 +316,21 @@ TEST(Delivery, StopAbortsARequestInFlight) {
   Fixture f;
   f.collector.hang = true;  // answers in 30 s at the earliest
   f.Append(1, 3);
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return f.collector.requests >= 1; }, 20s));
-  EXPECT_TRUE(d.Stop(10s));
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return f.collector.requests >= 1; }, 20s));
+  EXPECT_TRUE(d->Stop(10s));
   EXPECT_EQ(f.spool->Stats().pending_records, 2u);
-  EXPECT_EQ(d.Counters().events_delivered, 0u);
+  EXPECT_EQ(d->Counters().events_delivered, 0u);
 }
 
 TEST(Delivery, WakeEndsAnIdleWait) {
   Fixture f;
   f.options.idle_check = std::chrono::hours(1);
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d);
   std::this_thread::sleep_for(50ms);  // most likely idle by now (a test of Wake either way)
   f.Append(1, 3);
-  d.Wake();
+  d->Wake();
   ASSERT_TRUE(WaitUntil([&] { return f.collector.stored().size() == 2; }, 20s));
 }
 
@@ -352,9 +353,8 @@ TEST(Delivery, ResultsAreStreamedWithTheirSha256) {
   Result<SpoolResult> added = f.spool->AddResult("sw-1", 4, "gpu_metrics.csv", fd.get(), 64 << 20);
   ASSERT_TRUE(added) << added.error().message;
   f.Append(1, 3);
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return d.Counters().results_delivered == 1; }, 20s));
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return d->Counters().results_delivered == 1; }, 20s));
   const std::map<std::string, std::string> results = f.collector.results();
   ASSERT_EQ(results.count("sw-1/4/gpu_metrics.csv"), 1u);
   EXPECT_EQ(results.at("sw-1/4/gpu_metrics.csv"), content);
@@ -373,9 +373,8 @@ TEST(Delivery, AResultTheCollectorRefusesIsDropped) {
   ASSERT_TRUE(added) << added.error().message;
   // The spool's copy no longer matches its sha256: the collector says 400.
   std::ofstream(f.tmp.path() + "/spool/results/" + std::to_string(added.value().id) + ".data") << "changed!";
-  Delivery d(*f.spool, f.options);
-  ASSERT_TRUE(d.Start());
-  ASSERT_TRUE(WaitUntil([&] { return d.Counters().results_skipped == 1; }, 20s));
+  const std::unique_ptr<Delivery> d = f.Started();
+  ASSERT_TRUE(d && WaitUntil([&] { return d->Counters().results_skipped == 1; }, 20s));
   EXPECT_TRUE(f.spool->PendingResults().empty());
   EXPECT_TRUE(f.collector.results().empty());
   EXPECT_EQ(f.LogLinesWith("collector refused result sw/0/f"), 1);
