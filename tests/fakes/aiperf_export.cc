@@ -21,22 +21,24 @@ void key_str(Writer& w, const char* key, const std::string& value) {
   w.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
 }
 
-void metric(Writer& w, const char* name, double value, const char* unit) {
+// "name": {"value": V, "unit": unit}, AIPerf's metric record; `value`
+// writes V (a double, or an int for the token counts).
+template <class Value>
+void metric_record(Writer& w, const char* name, const char* unit, Value value) {
   w.Key(name);
   w.StartObject();
   w.Key("value");
-  w.Double(value);
+  value();
   key_str(w, "unit", unit);
   w.EndObject();
 }
 
+void metric(Writer& w, const char* name, double value, const char* unit) {
+  metric_record(w, name, unit, [&] { w.Double(value); });
+}
+
 void int_metric(Writer& w, const char* name, int value, const char* unit) {
-  w.Key(name);
-  w.StartObject();
-  w.Key("value");
-  w.Int(value);
-  key_str(w, "unit", unit);
-  w.EndObject();
+  metric_record(w, name, unit, [&] { w.Int(value); });
 }
 
 void error_object(Writer& w, const RequestError& e) {

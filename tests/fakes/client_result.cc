@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <type_traits>
 
 #include "serving_metrics.h"
 
@@ -13,28 +14,25 @@ namespace {
 
 using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
-// One "key": value member; an empty optional is null.
-void put(JsonWriter& w, const char* key, int v) {
+// One "key": value member, as its exact type's JSON (no conversions: an
+// int64_t stays Int64, a const char* is refused, not a bool); an empty
+// optional is null.
+template <class T>
+void put(JsonWriter& w, const char* key, const T& v) {
   w.Key(key);
-  w.Int(v);
+  if constexpr (std::is_same_v<T, bool>) {
+    w.Bool(v);
+  } else if constexpr (std::is_same_v<T, int>) {
+    w.Int(v);
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    w.Int64(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    w.Double(v);
+  } else {
+    static_assert(std::is_same_v<T, std::string>, "put: a bool, int, int64_t, double or std::string");
+    w.String(v.c_str());
+  }
 }
-void put(JsonWriter& w, const char* key, int64_t v) {
-  w.Key(key);
-  w.Int64(v);
-}
-void put(JsonWriter& w, const char* key, double v) {
-  w.Key(key);
-  w.Double(v);
-}
-void put(JsonWriter& w, const char* key, bool v) {
-  w.Key(key);
-  w.Bool(v);
-}
-void put(JsonWriter& w, const char* key, const std::string& v) {
-  w.Key(key);
-  w.String(v.c_str());
-}
-void put(JsonWriter& w, const char* key, const char* v) = delete;  // would be a bool
 template <class T>
 void put(JsonWriter& w, const char* key, const std::optional<T>& v) {
   if (v) {

@@ -264,7 +264,8 @@ ok "FAKE_VLLM_CRASH_ENGINE_AFTER_S: EngineCore_DP3 exits 1, /health still 200"
 stop_engine "$ENGINE" 3
 
 E=$(free_port)
-start exit0 FAKE_VLLM_EXIT0_AFTER_S=0.3 "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 2
+# 1.5 s: time enough, on a loaded machine, to see it ready and count its children first.
+start exit0 FAKE_VLLM_EXIT0_AFTER_S=1.5 "$VLLM" serve /m --host 127.0.0.1 --port "$E" -dp 2
 ENGINE=$PID
 wait_for 5 is_code "http://127.0.0.1:$E/health" 200 || fail "exit0: never ready"
 KIDS=$(children "$ENGINE")
