@@ -9,6 +9,7 @@
 # IX_FAKES_BIN_DIR, IXSUBMIT, IX_SOURCE_DIR.
 set -uo pipefail
 export PATH=$IX_FAKES_BIN_DIR:$PATH
+# KEEP=1 keeps the temporary directory (the sweep, its results and report) to look at.
 tmp=$(mktemp -d /tmp/ix-sweep-hang.XXXXXX); trap '[[ -n ${KEEP:-} ]] || rm -rf "$tmp"' EXIT
 export FAKE_VLLM_RECORD_DIR=$tmp
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
