@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -96,20 +97,49 @@ Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t 
   return Ok{};
 }
 
+namespace {
+
+// NAME under DIR opened for reading: a regular file, never through a link,
+// never blocking on a FIFO; -1 otherwise.
+int OpenRegularAt(int dir, const std::string& name, struct stat& st) {
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+}  // namespace
+
+off_t FileSizeAt(int dir, const std::string& name) {
+  struct stat st{};
+  const int fd = OpenRegularAt(dir, name, st);
+  if (fd < 0) return -1;
+  ::close(fd);
+  return st.st_size;
+}
+
+std::string ReadFileFromAt(int dir, const std::string& name, off_t from, size_t cap) {
+  struct stat st{};
+  const int fd = OpenRegularAt(dir, name, st);
+  if (fd < 0) return "";
+  std::string out;
+  if (from >= 0 && st.st_size > from) out.resize(std::min(cap, static_cast<size_t>(st.st_size - from)));
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + got, out.size() - got, from + static_cast<off_t>(got));
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(got);
+  return out;
+}
+
 std::string TailLinesAt(int dir, const std::string& name, int lines) {
   // Only the end of the file: a server log can be large.
   constexpr off_t kTail = 64 * 1024;
-  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return "";
-  struct stat st{};
-  std::string text;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    const off_t from = st.st_size > kTail ? st.st_size - kTail : 0;
-    text.resize(static_cast<size_t>(st.st_size - from));
-    const ssize_t n = ::pread(fd, text.data(), text.size(), from);
-    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  }
-  ::close(fd);
+  const off_t size = FileSizeAt(dir, name);
+  std::string text = size > 0 ? ReadFileFromAt(dir, name, size > kTail ? size - kTail : 0, kTail) : "";
   size_t pos = text.size();
   if (pos > 0 && text[pos - 1] == '\n') --pos;
   for (int n = 0; n < lines && pos > 0; ++n) {

@@ -30,6 +30,14 @@ Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t 
 Status WriteFileAtomicAt(int dir, const std::string& where, const std::string& name, const std::string& text,
                          mode_t mode = 0644);
 
+// The size of the regular file NAME under DIR (opened O_NOFOLLOW |
+// O_NONBLOCK, as ReadFileTextAt), or -1 when it cannot be read.
+off_t FileSizeAt(int dir, const std::string& name);
+
+// At most `cap` bytes of the regular file NAME under DIR from byte `from`
+// on ("" when there are none or it cannot be read).
+std::string ReadFileFromAt(int dir, const std::string& name, off_t from, size_t cap);
+
 // The last `lines` lines of the regular file NAME under DIR, read from its
 // last 64 KiB only (a server's log can be large); "" when unreadable.
 std::string TailLinesAt(int dir, const std::string& name, int lines);

@@ -1,8 +1,6 @@
 #include "core/process/signal_dump.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +9,6 @@
 
 #include "core/base/file_text.h"
 #include "core/base/text.h"
-#include "core/base/unique_fd.h"
 
 namespace ix {
 namespace {
@@ -22,13 +19,6 @@ using std::chrono::milliseconds;
 constexpr milliseconds kQuietAfterGrowth{100};
 constexpr milliseconds kMaxWait{1000};
 constexpr milliseconds kPoll{20};
-
-// NAME under DIR opened for reading: a regular file, never through a link.
-UniqueFd OpenRegularAt(int dir, const std::string& name, struct stat& st) {
-  UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return UniqueFd();
-  return fd;
-}
 
 std::string SignalName(int sig) {
   if (sig == SIGUSR1) return "SIGUSR1";
@@ -53,27 +43,6 @@ std::optional<uint64_t> CaughtSignals(std::string_view status_text) {
 }
 
 bool CatchesSignal(uint64_t caught, int sig) { return sig >= 1 && sig <= 64 && (caught >> (sig - 1)) & 1; }
-
-off_t FileSizeAt(int dir, const std::string& name) {
-  struct stat st {};
-  const UniqueFd fd = OpenRegularAt(dir, name, st);
-  return fd.get() < 0 ? -1 : st.st_size;
-}
-
-std::string ReadFileFromAt(int dir, const std::string& name, off_t from, size_t cap) {
-  struct stat st {};
-  const UniqueFd fd = OpenRegularAt(dir, name, st);
-  if (fd.get() < 0 || from < 0 || st.st_size <= from) return "";
-  std::string out(std::min(cap, static_cast<size_t>(st.st_size - from)), '\0');
-  size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t n = ::pread(fd.get(), out.data() + got, out.size() - got, from + static_cast<off_t>(got));
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  return out;
-}
 
 SignalDump SendDumpSignal(const std::vector<ProcessInfo>& processes, int sig, int dir, const std::string& log) {
   SignalDump dump;

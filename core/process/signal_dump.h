@@ -31,14 +31,6 @@ std::optional<uint64_t> CaughtSignals(std::string_view status_text);
 // Whether the set `caught` holds signal `sig` (1..64).
 bool CatchesSignal(uint64_t caught, int sig);
 
-// The size of the regular file NAME under DIR (not following a link), or
-// -1 when it cannot be read.
-off_t FileSizeAt(int dir, const std::string& name);
-
-// At most `cap` bytes of NAME under DIR from byte `from` on ("" when there
-// are none or it cannot be read).
-std::string ReadFileFromAt(int dir, const std::string& name, off_t from, size_t cap);
-
 // One dump asked of a server's process tree: the signal, the processes it
 // was sent to (those of the tree that catch it, alive, not the caller),
 // and where its log stood before. Invariant: log_offset is -1 when there

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/base/file_text.h"
 #include "core/base/unique_fd.h"
 #include "core/process/spawn_test_helpers.h"
 #include "tests/support/test.h"
