@@ -1,6 +1,5 @@
 #include "node_agent/agent_config.h"
 
-#include <arpa/inet.h>
 #include <sys/un.h>
 
 #include <boost/program_options.hpp>
@@ -12,6 +11,7 @@
 #include "core/base/file_text.h"
 #include "core/base/text.h"
 #include "core/process/http_probe.h"
+#include "node_agent/metrics_server.h"
 
 namespace ix {
 namespace po = boost::program_options;
@@ -38,23 +38,6 @@ bool CollectorUrl(std::string_view v) {
   constexpr std::string_view kHttps = "https://";
   if (v.substr(0, kHttps.size()) == kHttps) return ParseHttpUrl("http://" + std::string(v.substr(kHttps.size()))).ok();
   return v.substr(0, 7) == "http://" && ParseHttpUrl(v).ok();
-}
-
-// ADDR:PORT with a numeric address (a listener binds an address, never a
-// name): "127.0.0.1:9477", "[::1]:9477".
-bool ListenAddress(std::string_view v) {
-  const size_t colon = v.rfind(':');
-  if (colon == v.npos) return false;
-  uint64_t port = 0;
-  if (!ParseUnsigned(v.substr(colon + 1), port) || port > 65535) return false;  // 0: any free port
-  std::string_view addr = v.substr(0, colon);
-  int family = AF_INET;
-  if (addr.size() >= 2 && addr.front() == '[' && addr.back() == ']') {
-    addr = addr.substr(1, addr.size() - 2);
-    family = AF_INET6;
-  }
-  in6_addr buf{};  // large enough for either family
-  return ::inet_pton(family, std::string(addr).c_str(), &buf) == 1;
 }
 
 // Stores `v` in `field` when `allowed`; returns `allowed`.
@@ -92,7 +75,7 @@ const std::vector<KeyDef>& KeyDefs() {
       {{"metrics-listen", "ADDR:PORT",
         "ADDR:PORT with an IPv4 address or a bracketed IPv6 address ([::1]) and a port from 0 to 65535 (0: any free one)",
         "where Prometheus /metrics is served (default 127.0.0.1:9477)"},
-       [](AgentConfig& c, std::string_view v) { return StoreIf(ListenAddress(v), c.metrics_listen, v); }},
+       [](AgentConfig& c, std::string_view v) { return StoreIf(ParseListenAddress(v).ok(), c.metrics_listen, v); }},
       {{"hang-after", "SECONDS", "a whole number of seconds from 1 to 86400",
         "seconds an engine with requests in flight may generate no token before it counts as hung (default 60)"},
        [](AgentConfig& c, std::string_view v) { return WholeSeconds(v, 86400, c.hang_after_s); }},

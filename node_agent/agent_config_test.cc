@@ -21,30 +21,36 @@ std::string Fields(const AgentConfig& c) {
          " hang-after=" + std::to_string(c.hang_after_s);
 }
 
-TEST(AgentConfig, TheDefaultsAreTheDocumentedOnes) {
-  const AgentConfig c;
-  EXPECT_EQ(Fields(c), "socket=/run/inferencex/agent.sock interval=1 spool=/var/lib/inferencex/spool collector= "
-                       "token-file= metrics-listen=127.0.0.1:9477 hang-after=60");
-  EXPECT_THAT(CheckAgentConfig(c), IsEmpty());
-}
-
-TEST(AgentConfig, AFileSetsEveryKeyAroundCommentsAndBlankLines) {
-  AgentConfig c;
-  const char text[] =
-      "# the agent of node-7\n"
-      "\n"
-      "socket = /run/ix/a.sock\n"
-      "  interval=5  \n"
-      "spool = /srv/spool\r\n"
-      "collector = https://collector.example:8443/ix\n"
-      "token-file = /etc/inferencex/token\n"
-      "\t# an indented comment\n"
-      "metrics-listen = [::1]:9100\n"
-      "hang-after = 120\n";
-  EXPECT_THAT(ApplyAgentConfigText(c, text, "agent.conf"), IsEmpty());
-  EXPECT_EQ(Fields(c), "socket=/run/ix/a.sock interval=5 spool=/srv/spool collector=https://collector.example:8443/ix "
-                       "token-file=/etc/inferencex/token metrics-listen=[::1]:9100 hang-after=120");
-  EXPECT_THAT(CheckAgentConfig(c), IsEmpty());
+// A file sets the keys it names, around comments and blank lines; the
+// others keep their documented defaults (all of them for an empty file).
+TEST(AgentConfig, AFileSetsItsKeysAndTheOthersKeepTheDocumentedDefaults) {
+  const struct {
+    const char* text;
+    std::string fields;
+  } cases[] = {
+      {"", "socket=/run/inferencex/agent.sock interval=1 spool=/var/lib/inferencex/spool collector= "
+           "token-file= metrics-listen=127.0.0.1:9477 hang-after=60"},
+      {"interval = 5\n", "socket=/run/inferencex/agent.sock interval=5 spool=/var/lib/inferencex/spool collector= "
+                         "token-file= metrics-listen=127.0.0.1:9477 hang-after=60"},
+      {"# the agent of node-7\n"
+       "\n"
+       "socket = /run/ix/a.sock\n"
+       "  interval=5  \n"
+       "spool = /srv/spool\r\n"
+       "collector = https://collector.example:8443/ix\n"
+       "token-file = /etc/inferencex/token\n"
+       "\t# an indented comment\n"
+       "metrics-listen = [::1]:9100\n"
+       "hang-after = 120\n",
+       "socket=/run/ix/a.sock interval=5 spool=/srv/spool collector=https://collector.example:8443/ix "
+       "token-file=/etc/inferencex/token metrics-listen=[::1]:9100 hang-after=120"},
+  };
+  for (const auto& [text, fields] : cases) {
+    AgentConfig c;
+    EXPECT_THAT(ApplyAgentConfigText(c, text, "agent.conf"), IsEmpty()) << text;
+    EXPECT_EQ(Fields(c), fields);
+    EXPECT_THAT(CheckAgentConfig(c), IsEmpty()) << text;
+  }
 }
 
 TEST(AgentConfig, EveryProblemIsReportedWithFileLineAndWhatIsAllowed) {
@@ -80,29 +86,29 @@ void ExpectRefused(const std::string& key, const std::string& value, const std::
 }
 
 TEST(AgentConfig, ValuesOutsideWhatAKeyAllowsAreRefused) {
-  const std::string seconds = "a whole number of seconds from 1 to 3600";
-  for (const char* v : {"0", "3601", "-1", "1.5", "", " 1", "1s"}) ExpectRefused("interval", v, seconds);
-  ExpectRefused("hang-after", "86401", "a whole number of seconds from 1 to 86400");
-
-  const std::string socket = "an absolute path of at most 107 bytes (a unix socket address's limit)";
-  ExpectRefused("socket", "run/agent.sock", socket);
-  ExpectRefused("socket", "/" + std::string(107, 'a'), socket);
-  ExpectRefused("spool", "", "an absolute path");
-  ExpectRefused("token-file", "token", "an absolute path");
-
-  const std::string listen =
-      "ADDR:PORT with an IPv4 address or a bracketed IPv6 address ([::1]) and a port from 0 to 65535 (0: any free "
-      "one)";
-  for (const char* v : {"127.0.0.1", "localhost:9477", "127.0.0.1:65536", "::1:9477", "[::1]",
-                        ":9477", "1.2.3:9477"}) {
-    ExpectRefused("metrics-listen", v, listen);
-  }
-  const std::string url =
-      "an http:// or https:// URL with a host (a name, an IPv4 address or a bracketed IPv6 address), an optional "
-      ":PORT and path, no credentials and no spaces";
-  for (const char* v : {"collector.example", "ftp://collector.example/", "http://", "https://", "http://a b/",
-                        "https://user:pw@collector.example/", "http://collector.example:99999/"}) {
-    ExpectRefused("collector", v, url);
+  const struct {
+    const char* key;
+    const char* allowed;
+    std::vector<std::string> values;
+  } cases[] = {
+      {"interval", "a whole number of seconds from 1 to 3600", {"0", "3601", "-1", "1.5", "", " 1", "1s"}},
+      {"hang-after", "a whole number of seconds from 1 to 86400", {"86401"}},
+      {"socket", "an absolute path of at most 107 bytes (a unix socket address's limit)",
+       {"run/agent.sock", "/" + std::string(107, 'a')}},
+      {"spool", "an absolute path", {""}},
+      {"token-file", "an absolute path", {"token"}},
+      {"metrics-listen",
+       "ADDR:PORT with an IPv4 address or a bracketed IPv6 address ([::1]) and a port from 0 to 65535 (0: any free "
+       "one)",
+       {"127.0.0.1", "localhost:9477", "127.0.0.1:65536", "::1:9477", "[::1]", ":9477", "1.2.3:9477"}},
+      {"collector",
+       "an http:// or https:// URL with a host (a name, an IPv4 address or a bracketed IPv6 address), an optional "
+       ":PORT and path, no credentials and no spaces",
+       {"collector.example", "ftp://collector.example/", "http://", "https://", "http://a b/",
+        "https://user:pw@collector.example/", "http://collector.example:99999/"}},
+  };
+  for (const auto& [key, allowed, values] : cases) {
+    for (const std::string& v : values) ExpectRefused(key, v, allowed);
   }
 }
 

@@ -44,27 +44,14 @@ class ScopedTimeZone {
 
 // 2026-12-05 07:26:22 UTC plus `fraction`.
 double December5th(double fraction) {
-  struct tm t = {};
-  t.tm_year = 2026 - 1900;
-  t.tm_mon = 11;
-  t.tm_mday = 5;
-  t.tm_hour = 7;
-  t.tm_min = 26;
-  t.tm_sec = 22;
+  struct tm t = {.tm_sec = 22, .tm_min = 26, .tm_hour = 7, .tm_mday = 5, .tm_mon = 11, .tm_year = 2026 - 1900};
   return static_cast<double>(timegm(&t)) + fraction;
 }
 
 GpuSample Busy(unsigned index, double unix_time) {
-  GpuSample g;
-  g.index = index;
-  g.unix_time = unix_time;
-  g.power_watts = 80.123;
-  g.temperature_celsius = 34;
-  g.sm_clock_mhz = 1980;
-  g.memory_clock_mhz = 2619;
-  g.gpu_utilization_percent = 0;
-  g.memory_utilization_percent = 0;
-  return g;
+  return GpuSample{.index = index, .unix_time = unix_time, .power_watts = 80.123, .temperature_celsius = 34,
+                   .sm_clock_mhz = 1980, .memory_clock_mhz = 2619,
+                   .gpu_utilization_percent = 0, .memory_utilization_percent = 0};
 }
 
 TEST(GpuMetricsCsv, TheHeaderIsNvidiaSmis) {

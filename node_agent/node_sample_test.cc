@@ -15,10 +15,7 @@
 namespace ix {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::StartsWith;
+using ::testing::ElementsAre, ::testing::HasSubstr, ::testing::IsEmpty, ::testing::StartsWith;
 
 // A node's meminfo as the kernel writes it (a shortened copy of a real one).
 std::string Meminfo(int node, uint64_t total_kb, uint64_t free_kb, uint64_t inactive_file_kb) {

@@ -15,27 +15,13 @@ namespace ix {
 namespace {
 
 ProcessInfo Proc(pid_t pid, pid_t ppid, uint64_t rss_pages, uint64_t ticks, char state = 'S') {
-  ProcessInfo p;
-  p.pid = pid;
-  p.ppid = ppid;
-  p.state = state;
-  p.rss_pages = rss_pages;
-  p.utime_ticks = ticks;
-  p.stime_ticks = ticks;
-  p.start_time = 1;
-  return p;
+  return ProcessInfo{.pid = pid, .ppid = ppid, .state = state, .start_time = 1, .utime_ticks = ticks,
+                     .stime_ticks = ticks, .rss_pages = rss_pages};
 }
 
 GpuSnapshot Gpus(double time, std::initializer_list<unsigned> indices) {
-  GpuSnapshot s;
-  s.state = "ok";
-  for (unsigned i : indices) {
-    GpuSample g;
-    g.index = i;
-    g.unix_time = time;
-    g.power_watts = 100.0 + i;
-    s.gpus.push_back(g);
-  }
+  GpuSnapshot s{.state = "ok"};
+  for (unsigned i : indices) s.gpus.push_back(GpuSample{.index = i, .unix_time = time, .power_watts = 100.0 + i});
   return s;
 }
 
