@@ -30,16 +30,16 @@ const char kPlaceUsage[] =
     "\n"
     "Options:\n";
 
-// The command line of `ixctl place`. Invariant, once parsed: recipe, arm
-// and conc were given.
+// The command line of `ixctl place`: what to render (the options are the
+// request's fields) and how to check it. Invariant, once parsed: recipe,
+// arm and conc were given.
 struct PlaceArgs {
-  std::string recipe_name, arm, recipe_dir, file, kv_offload;
-  int64_t total_cpu_dram_gb = 0;
+  std::string recipe_name, recipe_dir, file;
+  RenderRequest req;
   std::optional<std::string> gpus;  // --gpus; unset: the step's from the environment
-  int64_t conc = 0, node = 0;
   double safety = 1.0;
   std::vector<std::string> numa_free;
-  bool eval_only = false, pinned = false, json = false;
+  bool pinned = false, json = false;
 };
 
 int Failed(const std::string& message) {
@@ -56,12 +56,12 @@ std::optional<int> ParsePlaceArgs(const std::vector<std::string>& args, PlaceArg
   po::options_description opts;
   opts.add_options()
       ("recipe", po::value(&a.recipe_name)->value_name("NAME"), "recipe name")
-      ("arm", po::value(&a.arm)->value_name("ARM"), "arm of the recipe (tp4, tep4, dep4, ...)")
-      ("conc", po::value(&a.conc)->value_name("N"), "client concurrency")
-      ("node", po::value(&a.node)->value_name("K"), "arms across nodes: place node K's ranks, 0 (the head) to nodes - 1; default 0")
-      ("eval-only", po::bool_switch(&a.eval_only), "the eval-only variant")
-      ("kv-offload", po::value(&a.kv_offload)->value_name("TIER"), "KV offload tier (none, vllm-simple, mooncake, ...): its host memory counts too")
-      ("total-cpu-dram-gb", po::value(&a.total_cpu_dram_gb)->value_name("N"), "host DRAM budget in GB (TOTAL_CPU_DRAM_GB) that sizes the tier")
+      ("arm", po::value(&a.req.arm)->value_name("ARM"), "arm of the recipe (tp4, tep4, dep4, ...)")
+      ("conc", po::value(&a.req.conc)->value_name("N"), "client concurrency")
+      ("node", po::value(&a.req.node_rank)->value_name("K"), "arms across nodes: place node K's ranks, 0 (the head) to nodes - 1; default 0")
+      ("eval-only", po::bool_switch(&a.req.eval_only), "the eval-only variant")
+      ("kv-offload", po::value(&a.req.kv_offload)->value_name("TIER"), "KV offload tier (none, vllm-simple, mooncake, ...): its host memory counts too")
+      ("total-cpu-dram-gb", po::value(&a.req.total_cpu_dram_gb)->value_name("N"), "host DRAM budget in GB (TOTAL_CPU_DRAM_GB) that sizes the tier")
       ("recipe-dir", po::value(&a.recipe_dir)->value_name("DIR"), recipe_dir_help.c_str())
       ("topology", po::value(&a.file)->value_name("FILE"), "an hwloc XML file instead of this machine")
       ("gpus", po::value(&gpus)->value_name("LIST"), "node GPU indices of the step, e.g. 0,1,2,3 (default: $SLURM_STEP_GPUS, else $CUDA_VISIBLE_DEVICES, else all)")
@@ -86,17 +86,11 @@ std::optional<int> ParsePlaceArgs(const std::vector<std::string>& args, PlaceArg
 Result<LaunchPlan> RenderArm(const PlaceArgs& a) {
   Result<Recipe> recipe = LoadRecipeByName(ResolveRecipeDir(a.recipe_dir), a.recipe_name);
   if (!recipe) return recipe.error();
-  if (const Arm* arm = recipe.value().FindArm(a.arm); arm && (a.node < 0 || a.node >= arm->nodes)) {
-    return Error{"--node " + std::to_string(a.node) + " is outside 0.." + std::to_string(arm->nodes - 1) + ": arm " +
-                 a.arm + " runs on " + std::to_string(arm->nodes) + (arm->nodes == 1 ? " node" : " nodes")};
+  const RenderRequest& req = a.req;
+  if (const Arm* arm = recipe.value().FindArm(req.arm); arm && (req.node_rank < 0 || req.node_rank >= arm->nodes)) {
+    return Error{"--node " + std::to_string(req.node_rank) + " is outside 0.." + std::to_string(arm->nodes - 1) +
+                 ": arm " + req.arm + " runs on " + std::to_string(arm->nodes) + (arm->nodes == 1 ? " node" : " nodes")};
   }
-  RenderRequest req;
-  req.arm = a.arm;
-  req.conc = a.conc;
-  req.eval_only = a.eval_only;
-  req.node_rank = a.node;
-  req.kv_offload = a.kv_offload;
-  req.total_cpu_dram_gb = a.total_cpu_dram_gb;
   return RenderDryRun(recipe.value(), req);
 }
 

@@ -22,13 +22,7 @@ std::string ErrorOf(const StepOptions& o) {
 }
 
 // Complete options for the test recipe.
-StepOptions Asking(const std::string& arm, int64_t conc) {
-  StepOptions o;
-  o.arm = arm;
-  o.recipe = kRecipe;
-  o.conc = conc;
-  return o;
-}
+StepOptions Asking(const std::string& arm, int64_t conc) { return {.arm = arm, .recipe = kRecipe, .conc = conc}; }
 
 TEST(StepOptions, InactiveWithoutOptions) {
   EXPECT_FALSE(StepOptions{}.Active());

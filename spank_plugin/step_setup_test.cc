@@ -109,10 +109,7 @@ TEST(StepSetup, StepdArgvCarriesThePlanFileAndEveryBinding) {
 TEST(StepSetup, RankProcessEnginesAreEachBoundToTheirRank) {
   Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
   ASSERT_TRUE(r.ok());
-  RenderRequest req;
-  req.arm = "dep4-rankproc";
-  req.conc = 64;
-  Result<LaunchPlan> plan = RenderDryRun(r.value(), req);
+  Result<LaunchPlan> plan = RenderDryRun(r.value(), {.arm = "dep4-rankproc", .conc = 64});
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   Placement p;
   p.ranks = {RankPlacement{0, {0}, 0, {0, 1}, 0}, RankPlacement{1, {1}, 0, {2, 3}, 0},

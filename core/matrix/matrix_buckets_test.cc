@@ -1,4 +1,5 @@
 #include "core/matrix/matrix_buckets.h"
+#include "core/matrix/matrix_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -7,54 +8,27 @@
 namespace ix {
 namespace {
 
-const char kConfig[] = R"(agentic:
-  image: i
-  model: m
-  model-prefix: p
-  runner: cluster:x
-  precision: fp4
-  framework: f
-  multinode: false
-  scenarios:
-    agentic-coding:
-    - search-space:
-      - { tp: 4, conc-list: [8, 2, 4] }
-      - { tp: 8, conc-list: [1] }
-fixed:
-  image: i
-  model: m
-  model-prefix: p
-  runner: x
-  precision: fp4
-  framework: f
-  multinode: false
-  scenarios:
-    fixed-seq-len:
-    - isl: 8192
-      osl: 1024
-      search-space:
-      - { tp: 4, conc-list: [4, 2, 2, 64] }
-    - isl: 1000
-      osl: 100
-      search-space:
-      - { tp: 4, conc-list: [16] }
-multi:
-  image: i
-  model: m
-  model-prefix: p
-  runner: x
-  precision: fp4
-  framework: f
-  multinode: true
-  scenarios:
-    fixed-seq-len:
-    - isl: 8192
-      osl: 1024
-      search-space:
-      - conc-list: [32, 8, 16]
-        prefill: {num-worker: 1, tp: 4, ep: 1, dp-attn: false}
-        decode: {num-worker: 1, tp: 4, ep: 1, dp-attn: false}
-)";
+// An agentic config, a fixed-seq-len one with two sequence lengths and a
+// multi-node one.
+const std::string kConfig =
+    test::MatrixConfigYaml("agentic", "cluster:x",
+                           "    agentic-coding:\n"
+                           "    - search-space:\n"
+                           "      - { tp: 4, conc-list: [8, 2, 4] }\n"
+                           "      - { tp: 8, conc-list: [1] }\n") +
+    test::MatrixConfigYaml("fixed", "x",
+                           "    fixed-seq-len:\n"
+                           "    - isl: 8192\n      osl: 1024\n      search-space:\n"
+                           "      - { tp: 4, conc-list: [4, 2, 2, 64] }\n"
+                           "    - isl: 1000\n      osl: 100\n      search-space:\n"
+                           "      - { tp: 4, conc-list: [16] }\n") +
+    test::MatrixConfigYaml("multi", "x",
+                           "    fixed-seq-len:\n"
+                           "    - isl: 8192\n      osl: 1024\n      search-space:\n"
+                           "      - conc-list: [32, 8, 16]\n"
+                           "        prefill: {num-worker: 1, tp: 4, ep: 1, dp-attn: false}\n"
+                           "        decode: {num-worker: 1, tp: 4, ep: 1, dp-attn: false}\n",
+                           true);
 
 struct Made {
   MasterConfig config;
@@ -112,7 +86,7 @@ TEST(MatrixBuckets, CanaryIsTheLowest1k1kElse8k1kEntryFirstOnATie) {
   EXPECT_EQ(Names(c.remaining.single_node), (std::vector<std::string>{"agentic", "8k1k", "1000_100", "1k1k"}));
   EXPECT_EQ(Concs(c.remaining.single_node[1].entries), (std::vector<int64_t>{4, 2, 64}));
   const std::string json = CanaryToJson(c);
-  EXPECT_EQ(json.rfind("{\"canary\": [{\"image\": \"i\"", 0), 0u) << json;
+  EXPECT_EQ(json.rfind("{\"canary\": [{\"image\": \"img\"", 0), 0u) << json;
   EXPECT_NE(json.find("\"1k1k\": []"), std::string::npos);
 }
 

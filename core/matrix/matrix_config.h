@@ -35,13 +35,9 @@ struct NamedVersion {
 // A prefill or decode worker group of a multinode search-space entry.
 struct WorkerSpec {
   enum class Field : uint8_t { kNumWorker, kTp, kEp, kDpAttn, kAdditionalSettings, kPp, kDcpSize, kPcpSize };
-  int64_t num_worker = 0;
-  int64_t tp = 0;
-  int64_t ep = 0;
+  int64_t num_worker = 0, tp = 0, ep = 0;
   bool dp_attn = false;
-  int64_t pp = 1;
-  int64_t dcp_size = 1;
-  int64_t pcp_size = 1;
+  int64_t pp = 1, dcp_size = 1, pcp_size = 1;  // absent: 1, as InferenceX's schema says
   std::vector<std::string> additional_settings;
   std::vector<Field> order;  // fields as written; pp, dcp-size, pcp-size follow when absent
 };

@@ -262,11 +262,14 @@ TEST(MatrixConfig, DuplicateKeyInOneFile) {
 
 TEST(MatrixConfig, EmptyNonMappingCorruptedAndMissingFiles) {
   EXPECT_EQ(LoadError(""), "m.yaml: file is empty, expected a mapping of config keys");
-  EXPECT_HAS(LoadError("- a\n- b\n"), "m.yaml:1:1: a master config must be a mapping of config keys to configs, got a list");
-  EXPECT_HAS(LoadError("just some text\n"), "got a string 'just some text'");
-  EXPECT_HAS(LoadError("a: [1,\n  b: {\n"), "m.yaml:");
-  EXPECT_HAS(LoadError("a: [1,\n  b: {\n"), "not valid YAML");
-  EXPECT_HAS(LoadError("sn-fixed: 3\n"), "sn-fixed: Input should be a valid dictionary (a mapping), got an integer (3)");
+  const std::pair<const char*, const char*> kBroken[] = {  // the YAML, and what its error says
+      {"- a\n- b\n", "m.yaml:1:1: a master config must be a mapping of config keys to configs, got a list"},
+      {"just some text\n", "got a string 'just some text'"},
+      {"a: [1,\n  b: {\n", "m.yaml:"},
+      {"a: [1,\n  b: {\n", "not valid YAML"},
+      {"sn-fixed: 3\n", "sn-fixed: Input should be a valid dictionary (a mapping), got an integer (3)"},
+  };
+  for (const auto& [yaml, expected] : kBroken) EXPECT_HAS(LoadError(yaml), expected);
   MasterConfig c;
   Status s = AppendMasterConfigFile("/nonexistent/master.yaml", c);
   ASSERT_FALSE(s.ok());

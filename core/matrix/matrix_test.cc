@@ -1,4 +1,5 @@
 #include "core/matrix/matrix.h"
+#include "core/matrix/matrix_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -37,8 +38,7 @@ Fixture Load(const std::string& yaml) {
 
 std::string SingleNode(const std::string& key, const std::string& runner, const std::string& scenario,
                        const std::string& rows) {
-  return key + ":\n  image: img\n  model: org/m\n  model-prefix: m\n  runner: " + runner +
-         "\n  precision: fp4\n  framework: vllm\n  multinode: false\n  scenarios:\n    " + scenario + ":\n" + rows;
+  return test::MatrixConfigYaml(key, runner, "    " + scenario + ":\n" + rows);
 }
 
 // Two single-node 8k1k configs: `a` at conc 1, `b` at conc 2.

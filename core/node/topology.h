@@ -54,6 +54,7 @@ struct NumaNode {
   std::vector<int> cpus;               // PU os indices, sorted
   int cores = 0;
   bool HasCpus() const { return !cpus.empty(); }
+  bool operator==(const NumaNode&) const = default;
 };
 
 // A core and the CPUs (hardware threads) it has.
@@ -62,6 +63,7 @@ struct Core {
   int package = -1;    // os index of its package; -1 unknown
   int numa = -1;       // os index of its NUMA node; -1 unknown
   std::vector<int> cpus;  // PU os indices, sorted, non-empty
+  bool operator==(const Core&) const = default;
 };
 
 // An NVIDIA GPU (PCI vendor 0x10de, class 0x0302 3D controller or 0x0300 VGA).
@@ -71,6 +73,7 @@ struct Gpu {
   uint16_t vendor_id = 0, device_id = 0, class_id = 0;
   std::vector<int> local_numa;  // nodes with CPUs local to the GPU's PCI path
   std::optional<int> numa;      // the single local node; unset when unknown or several
+  bool operator==(const Gpu&) const = default;
 };
 
 // One node's topology; its invariants are at the top of this file.

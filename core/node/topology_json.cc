@@ -114,6 +114,23 @@ class Reader {
     return false;
   }
 
+  // Each object of `list` (field `name`, each `what` with members `keys`)
+  // read by read(members, index, item) and appended to `out`; false at the
+  // first that `read` refuses. The nodes, cores and GPUs are read this way.
+  template <class T, size_t N, class Read>
+  bool ReadObjects(const Value& list, const char* name, const char* what, const std::string_view (&keys)[N],
+                   std::vector<T>& out, Read read) {
+    out.reserve(list.Size());
+    for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
+      const Value* f[N];
+      const int at = static_cast<int>(i);
+      T item;
+      if (!Members(list[i], In(name, at), what, keys, f) || !read(f, at, item)) return false;
+      out.push_back(std::move(item));
+    }
+    return true;
+  }
+
   // The members of object `v` named in `keys` (nullptr where absent); a
   // member the format does not have, or one given twice, is an error.
   template <size_t N>
@@ -249,12 +266,7 @@ bool Reader::Read(const Value& d, Topology& t) {
 
 // NUMA nodes: sorted by os_index, each once.
 bool Reader::ReadNodes(const Value& list, Topology& t) {
-  t.numa_nodes.reserve(list.Size());
-  for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
-    const int at = static_cast<int>(i);
-    const Value* f[std::size(kNodeKeys)];
-    if (!Members(list[i], In("numa_nodes", at), "a NUMA node", kNodeKeys, f)) return false;
-    NumaNode n;
+  return ReadObjects(list, "numa_nodes", "a NUMA node", kNodeKeys, t.numa_nodes, [&](auto& f, int at, NumaNode& n) {
     if (!Int(f[kNOsIndex], In("numa_nodes", at, "os_index"), 0, "a NUMA node os index, an integer >= 0",
              &n.os_index)) {
       return false;
@@ -271,22 +283,15 @@ bool Reader::ReadNodes(const Value& list, Topology& t) {
     if (!Int(f[kNCores], In("numa_nodes", at, "cores"), 0, "a number of cores, an integer >= 0", &n.cores)) {
       return false;
     }
-    if (!Ids(f[kNCpus], In("numa_nodes", at, "cpus"), "CPU os indices", &n.cpus)) return false;
-    t.numa_nodes.push_back(std::move(n));
-  }
-  return true;
+    return Ids(f[kNCpus], In("numa_nodes", at, "cpus"), "CPU os indices", &n.cpus);
+  });
 }
 
 // Cores: sorted by first CPU, non-empty, no CPU in two of them, on a node
 // present (or -1).
 bool Reader::ReadCores(const Value& list, Topology& t) {
   if (list.Empty()) return Fail(Top("cores"), "is empty (expected at least one core: a topology without CPUs is never built)");
-  t.cores.reserve(list.Size());
-  for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
-    const int at = static_cast<int>(i);
-    const Value* f[std::size(kCoreKeys)];
-    if (!Members(list[i], In("cores", at), "a core", kCoreKeys, f)) return false;
-    Core c;
+  const bool read = ReadObjects(list, "cores", "a core", kCoreKeys, t.cores, [&](auto& f, int at, Core& c) {
     if (!Int(f[kCOsIndex], In("cores", at, "os_index"), -1, "the core's os index, an integer >= -1", &c.os_index) ||
         !Int(f[kCPackage], In("cores", at, "package"), -1, "a package os index, an integer >= -1 (-1 unknown)",
              &c.package) ||
@@ -305,8 +310,9 @@ bool Reader::ReadCores(const Value& list, Topology& t) {
                                                std::to_string(t.cores.back().cpus.front()) +
                                                " (expected cores sorted by their first CPU)");
     }
-    t.cores.push_back(std::move(c));
-  }
+    return true;
+  });
+  if (!read) return false;
   // Every CPU in exactly one core.
   std::vector<std::pair<int, int>> owners;  // (cpu, core)
   for (size_t i = 0; i < t.cores.size(); ++i) {
@@ -367,12 +373,7 @@ bool Reader::CheckNodeCpus(const Topology& t) {
 // CPUs; numa, when set, a node with CPUs and the only one in local_numa.
 bool Reader::ReadGpus(const Value& list, Topology& t) {
   std::optional<std::array<unsigned, 4>> prev;
-  t.gpus.reserve(list.Size());
-  for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
-    const int at = static_cast<int>(i);
-    const Value* f[std::size(kGpuKeys)];
-    if (!Members(list[i], In("gpus", at), "a GPU", kGpuKeys, f)) return false;
-    Gpu g;
+  return ReadObjects(list, "gpus", "a GPU", kGpuKeys, t.gpus, [&](auto& f, int at, Gpu& g) {
     const std::string want_index = std::to_string(at) + ", the GPU's place in PCI bus order (gpus[i].index == i)";
     if (!Int(f[kGIndex], In("gpus", at, "index"), 0, want_index, &g.index)) return false;
     if (g.index != at) return Bad(In("gpus", at, "index"), f[kGIndex], want_index);
@@ -415,9 +416,8 @@ bool Reader::ReadGpus(const Value& list, Topology& t) {
       }
       g.numa = numa;
     }
-    t.gpus.push_back(std::move(g));
-  }
-  return true;
+    return true;
+  });
 }
 
 }  // namespace

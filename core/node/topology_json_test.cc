@@ -17,43 +17,22 @@ namespace {
 
 using test::kTopologyFixtures;
 
-// Field by field, naming the first difference (so a field the format
-// forgets shows up as that field).
+// Element by element through the types' defaulted operator== (so a field
+// added to a type is compared without a change here), naming the first
+// element that differs.
+template <class T>
+void ExpectSameList(const std::vector<T>& a, const std::vector<T>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i] == b[i]) << what << "[" << i << "] differs";
+}
+
 void ExpectSame(const Topology& a, const Topology& b, const std::string& what) {
   SCOPED_TRACE(what);
   EXPECT_EQ(a.source, b.source);
   EXPECT_EQ(a.notes, b.notes);
-  ASSERT_EQ(a.numa_nodes.size(), b.numa_nodes.size());
-  for (size_t i = 0; i < a.numa_nodes.size(); ++i) {
-    SCOPED_TRACE("numa_nodes[" + std::to_string(i) + "]");
-    const NumaNode &x = a.numa_nodes[i], &y = b.numa_nodes[i];
-    EXPECT_EQ(x.os_index, y.os_index);
-    EXPECT_EQ(x.total_bytes, y.total_bytes);
-    EXPECT_EQ(x.free_bytes, y.free_bytes);
-    EXPECT_EQ(x.cpus, y.cpus);
-    EXPECT_EQ(x.cores, y.cores);
-  }
-  ASSERT_EQ(a.cores.size(), b.cores.size());
-  for (size_t i = 0; i < a.cores.size(); ++i) {
-    SCOPED_TRACE("cores[" + std::to_string(i) + "]");
-    const Core &x = a.cores[i], &y = b.cores[i];
-    EXPECT_EQ(x.os_index, y.os_index);
-    EXPECT_EQ(x.package, y.package);
-    EXPECT_EQ(x.numa, y.numa);
-    EXPECT_EQ(x.cpus, y.cpus);
-  }
-  ASSERT_EQ(a.gpus.size(), b.gpus.size());
-  for (size_t i = 0; i < a.gpus.size(); ++i) {
-    SCOPED_TRACE("gpus[" + std::to_string(i) + "]");
-    const Gpu &x = a.gpus[i], &y = b.gpus[i];
-    EXPECT_EQ(x.index, y.index);
-    EXPECT_EQ(x.bus_id, y.bus_id);
-    EXPECT_EQ(x.vendor_id, y.vendor_id);
-    EXPECT_EQ(x.device_id, y.device_id);
-    EXPECT_EQ(x.class_id, y.class_id);
-    EXPECT_EQ(x.local_numa, y.local_numa);
-    EXPECT_EQ(x.numa, y.numa);
-  }
+  ExpectSameList(a.numa_nodes, b.numa_nodes, "numa_nodes");
+  ExpectSameList(a.cores, b.cores, "cores");
+  ExpectSameList(a.gpus, b.gpus, "gpus");
 }
 
 // Writes, reads back, compares; and the text is stable (writing what was

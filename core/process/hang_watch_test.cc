@@ -22,6 +22,16 @@ class HangWatchTest : public ::testing::Test {
     now = t;
     return watch.Observe(now, running, tokens);
   }
+
+  // A reading and whether it must report a hang.
+  struct Reading {
+    double t;
+    std::optional<double> running, tokens;
+    bool reports_hang;
+  };
+  void ExpectReports(std::initializer_list<Reading> readings) {
+    for (const Reading& r : readings) EXPECT_EQ(At(r.t, r.running, r.tokens), r.reports_hang) << "at " << r.t;
+  }
 };
 
 TEST_F(HangWatchTest, BusyWithAMovingCounterIsNeverHung) {
@@ -49,11 +59,9 @@ TEST_F(HangWatchTest, BusyWithAStillCounterHangsAfterTheThresholdOnce) {
 }
 
 TEST_F(HangWatchTest, TheStallClockStartsAtTheLastChange) {
-  EXPECT_FALSE(At(1000, 4, 100));
-  EXPECT_FALSE(At(1050, 4, 200));  // progress at 1050
-  EXPECT_FALSE(At(1100, 4, 200));
-  EXPECT_FALSE(At(1109, 4, 200));
-  EXPECT_TRUE(At(1110, 4, 200));
+  // Progress at 1050: hung 60 s later.
+  ExpectReports({{1000, 4, 100, false}, {1050, 4, 200, false}, {1100, 4, 200, false}, {1109, 4, 200, false},
+                 {1110, 4, 200, true}});
 }
 
 TEST_F(HangWatchTest, ProgressEndsAnEpisodeAndANewOneIsReportedAgain) {
@@ -118,10 +126,8 @@ TEST_F(HangWatchTest, OnlyUnsetReadingsNeverHang) {
 }
 
 TEST_F(HangWatchTest, BusyWithoutACounterThenACounterStartsTheClockThen) {
-  At(1000, 4, kUnset);
-  EXPECT_FALSE(At(1100, 4, 3));  // the first counter reading: the clock starts
-  EXPECT_FALSE(At(1159, 4, 3));
-  EXPECT_TRUE(At(1160, 4, 3));
+  // The first counter reading, at 1100, starts the clock.
+  ExpectReports({{1000, 4, kUnset, false}, {1100, 4, 3, false}, {1159, 4, 3, false}, {1160, 4, 3, true}});
 }
 
 TEST_F(HangWatchTest, ProgressWithoutARequestsReadingStillCounts) {

@@ -242,7 +242,7 @@ class PlanRenderer {
  public:
   PlanRenderer(const Recipe& recipe, const Arm& arm, const RenderRequest& req)
       : recipe_(recipe), arm_(arm), req_(req), what_(recipe.name + " arm " + arm.name), scope_(arm),
-        shape_(ShapeOf(arm, req.node_rank)) {}
+        shape_(ShapeOf(arm, req.node_rank)), plan_(PlanOfArm(recipe, arm, req)) {}
 
   Result<LaunchPlan> Render() {
     SetBuiltins();
@@ -250,7 +250,7 @@ class PlanRenderer {
     if (Status s = SetCaptureSize(); !s) return s.error();
     if (Status s = SetKvOffloadBuiltins(); !s) return s.error();
     if (Status s = SetPorts(); !s) return s.error();
-    SetShape();
+    SetRanks();
     AddHostMemory();  // before the tier's, which follow the recipe's
     if (Status s = AddEngines(); !s) return s.error();
     const Lookup lookup = [this](const std::string& n) { return scope_.Get(n); };
@@ -385,25 +385,18 @@ class PlanRenderer {
     return Ok{};
   }
 
-  // What the plan says of the arm, and this node's ranks: with pp == 1 the
-  // node's DP_LOCAL ranks from DP_START_RANK, local rank i on GPUs
-  // [i*tp, (i+1)*tp) with its rank ports; with pipeline stages the one rank
-  // 0 on all of the node's GPUs.
-  void SetShape() {
-    plan_.recipe = recipe_.name;
-    plan_.arm = arm_.name;
-    plan_.conc = req_.conc;
-    plan_.eval_only = req_.eval_only;
-    plan_.gpus = arm_.gpus;
-    plan_.tp = arm_.tp;
-    plan_.ep = arm_.ep;
-    plan_.dp = arm_.dp;
-    plan_.pp = arm_.pp;
-    plan_.nodes = arm_.nodes;
-    plan_.node_rank = req_.node_rank;
-    plan_.head_addr = arm_.nodes == 1 ? "" : req_.head_addr;
-    plan_.step_ports = arm_.step_ports;
-    plan_.dp_layout = arm_.dp_layout;
+  // What the plan says of the arm before anything is rendered.
+  static LaunchPlan PlanOfArm(const Recipe& recipe, const Arm& arm, const RenderRequest& req) {
+    return LaunchPlan{.recipe = recipe.name, .arm = arm.name, .conc = req.conc, .eval_only = req.eval_only,
+                      .gpus = arm.gpus, .tp = arm.tp, .ep = arm.ep, .dp = arm.dp, .pp = arm.pp, .nodes = arm.nodes,
+                      .node_rank = req.node_rank, .head_addr = arm.nodes == 1 ? "" : req.head_addr,
+                      .step_ports = arm.step_ports, .dp_layout = arm.dp_layout};
+  }
+
+  // This node's ranks: with pp == 1 the node's DP_LOCAL ranks from
+  // DP_START_RANK, local rank i on GPUs [i*tp, (i+1)*tp) with its rank
+  // ports; with pipeline stages the one rank 0 on all of the node's GPUs.
+  void SetRanks() {
     if (arm_.pp > 1) {
       PlannedRank rank{0, {}, {}};
       for (int64_t g = 0; g < arm_.gpus; ++g) rank.gpus.push_back(g);

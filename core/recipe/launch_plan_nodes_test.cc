@@ -213,19 +213,11 @@ name: one
 engine:
   argv: [serve, --addr, "${HEAD_ADDR}", --node, "${NODE_RANK}/${NODES}", --dp, "${DP_LOCAL}@${DP_START_RANK}", --pp, "${PP}"]
 arms:
-  a:
-    gpus: 2
-    tp: 1
-    ep: 1
-    dp: 2
-    ports: [PORT]
+  a: {gpus: 2, tp: 1, ep: 1, dp: 2, ports: [PORT]}
 )";
   Result<Recipe> r = LoadRecipeString(kOne, "one.yaml");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  RenderRequest req;
-  req.arm = "a";
-  req.conc = 2;
-  Result<LaunchPlan> plan = RenderDryRun(r.value(), req);
+  Result<LaunchPlan> plan = RenderDryRun(r.value(), {.arm = "a", .conc = 2});
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   EXPECT_EQ(plan.value().processes[0].argv,
             (std::vector<std::string>{"serve", "--addr", "127.0.0.1", "--node", "0/1", "--dp", "2@0", "--pp", "1"}));

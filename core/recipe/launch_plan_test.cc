@@ -193,13 +193,8 @@ TEST(LaunchPlan, JsonRoundTripsEveryLayout) {
   }
 }
 
-TEST(LaunchPlan, ABrokenPlanFileNamesTheField) {
-  Result<Recipe> r = LoadRecipeByName(IX_SOURCE_DIR "/recipes", "dsv41flash-fp4-b300-vllm");
-  ASSERT_TRUE(r.ok());
-  RenderRequest req;
-  req.arm = "dep4";
-  req.conc = 64;
-  std::string json = PlanToJson(RenderDryRun(r.value(), req).value(), false);
+TEST_F(LaunchPlanTest, ABrokenPlanFileNamesTheField) {
+  std::string json = PlanToJson(RenderDryRun(recipe_, {.arm = "dep4", .conc = 64}).value(), false);
   EXPECT_EQ(PlanFromJson("{", "p.json").error().message.rfind("p.json: not JSON", 0), 0u);
   std::string bad = json;
   bad.replace(bad.find("\"log\":\"server.log\""), 18, "\"log\":\"../x\"");

@@ -56,10 +56,8 @@ class Loader {
       recipe.description = r_.String(d, "description");
     }
     if (const uint32_t s = r_.Find(root, "serves"); s != kNone) {
-      r_.RequireSequence(s, "serves");
-      for (size_t i = 0; i < r_.Size(s); ++i) {
-        recipe.serves.push_back(r_.String(r_.Item(s, i), Index("serves", i)));
-      }
+      ForEachYamlItem(r_, s, "serves",
+                      [&](size_t, uint32_t item, const std::string& f) { recipe.serves.push_back(r_.String(item, f)); });
     }
     if (const uint32_t v = r_.Find(root, "variables"); v != kNone) LoadVariables(v, recipe);
     if (const uint32_t c = r_.Find(root, "cudagraph_capture"); c != kNone) recipe.capture = LoadCapture(c);
@@ -127,23 +125,16 @@ class Loader {
   }
 
   void LoadHostMemory(uint32_t list, Recipe& recipe) {
-    r_.RequireSequence(list, "host_memory");
-    for (size_t i = 0; i < r_.Size(list); ++i) {
-      const std::string field = Index("host_memory", i);
-      const uint32_t n = r_.Item(list, i);
+    ForEachYamlItem(r_, list, "host_memory", [&](size_t, uint32_t n, const std::string& field) {
       r_.CheckKeys(n, field, {"name", "per", "bytes", "pinned", "doc"});
       HostMemoryNeed need;
       need.name = r_.String(r_.Required(n, field, "name"), Child(field, "name"));
-      const std::string per =
-          r_.Choice(r_.Required(n, field, "per"), Child(field, "per"), {"dp_rank", "gpu", "step"});
-      need.per = per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
-                 : per == "gpu"   ? HostMemoryNeed::Per::kGpu
-                                  : HostMemoryNeed::Per::kStep;
+      need.per = LoadHostMemoryPer(r_, n, field);
       need.bytes = r_.Bytes(r_.Required(n, field, "bytes"), Child(field, "bytes"));
       if (const uint32_t p = r_.Find(n, "pinned"); p != kNone) need.pinned = r_.Bool(p, Child(field, "pinned"));
       if (const uint32_t d = r_.Find(n, "doc"); d != kNone) need.doc = r_.String(d, Child(field, "doc"));
       recipe.host_memory.push_back(std::move(need));
-    }
+    });
   }
 
   std::vector<EnvTemplate> LoadEnv(uint32_t map, const std::string& field) {
@@ -157,19 +148,15 @@ class Loader {
   }
 
   std::vector<LocatedTemplate> LoadTemplateList(uint32_t list, const std::string& field) {
-    r_.RequireSequence(list, field);
     std::vector<LocatedTemplate> out;
-    for (size_t i = 0; i < r_.Size(list); ++i) out.push_back(Tmpl(r_.Item(list, i), Index(field, i)));
+    ForEachYamlItem(r_, list, field, [&](size_t, uint32_t item, const std::string& f) { out.push_back(Tmpl(item, f)); });
     return out;
   }
 
   // A list of strings, {per_rank: T} and (when allowed) {per_gpu: T}.
   std::vector<ListArg> LoadListArgs(uint32_t list, const std::string& field, bool per_gpu) {
-    r_.RequireSequence(list, field);
     std::vector<ListArg> out;
-    for (size_t i = 0; i < r_.Size(list); ++i) {
-      const std::string f = Index(field, i);
-      const uint32_t item = r_.Item(list, i);
+    ForEachYamlItem(r_, list, field, [&](size_t, uint32_t item, const std::string& f) {
       ListArg a;
       if (r_.IsMap(item)) {
         if (per_gpu) {
@@ -189,7 +176,7 @@ class Loader {
                                  : "expected a string or {per_rank: TEMPLATE}");
       }
       out.push_back(std::move(a));
-    }
+    });
     return out;
   }
 
@@ -221,12 +208,8 @@ class Loader {
   // The program and its arguments: strings, {splice: FRAGMENT} and
   // {when: VARIABLE, args: [...]}; the first a plain string.
   std::vector<ArgTemplate> LoadArgv(uint32_t argv, const std::string& argv_field) {
-    r_.RequireSequence(argv, argv_field);
-    if (r_.Size(argv) == 0) r_.Fail(argv, argv_field, "must name the program to run");
     std::vector<ArgTemplate> out;
-    for (size_t i = 0; i < r_.Size(argv); ++i) {
-      const std::string f = Index(argv_field, i);
-      const uint32_t item = r_.Item(argv, i);
+    ForEachYamlItem(r_, argv, argv_field, [&](size_t i, uint32_t item, const std::string& f) {
       ArgTemplate a;
       a.ref = SourceRef{r_.Where(item), f};
       const uint32_t splice = r_.Find(item, "splice");
@@ -249,17 +232,15 @@ class Loader {
         r_.Fail(item, f, "the first argument is the program and must be a plain string");
       }
       out.push_back(std::move(a));
-    }
+    });
+    if (out.empty()) r_.Fail(argv, argv_field, "must name the program to run");
     return out;
   }
 
   // Port names of `list` at `field`, appended to `into` (arm.ports,
   // rank_ports or step_ports); a name the arm already has in any fails.
   void LoadPorts(uint32_t list, const std::string& field, const Arm& arm, std::vector<std::string>& into) {
-    r_.RequireSequence(list, field);
-    for (size_t i = 0; i < r_.Size(list); ++i) {
-      const std::string f = Index(field, i);
-      const uint32_t item = r_.Item(list, i);
+    ForEachYamlItem(r_, list, field, [&](size_t, uint32_t item, const std::string& f) {
       const std::string& p = r_.String(item, f);
       RequireUpperName(item, f, p, "port");
       const auto has = [&p](const std::vector<std::string>& names) {
@@ -269,7 +250,7 @@ class Loader {
         r_.Fail(item, f, "port '" + p + "' given twice");
       }
       into.push_back(p);
-    }
+    });
   }
 
   Arm LoadArm(const std::string& name, uint32_t key, uint32_t node) {

@@ -24,18 +24,16 @@ std::vector<std::string> MetricList(const YamlReader& r, uint32_t server, const 
   const std::string f = Child(field, key);
   const uint32_t list = required ? r.Required(server, field, key) : r.Find(server, key);
   if (list == YamlReader::kNone) return {};
-  r.RequireSequence(list, f);
-  if (r.Size(list) == 0) r.Fail(list, f, "give at least one metric name");
   std::vector<std::string> out;
-  for (size_t i = 0; i < r.Size(list); ++i) {
-    const uint32_t item = r.Item(list, i);
-    const std::string& name = r.String(item, Index(f, i));
+  ForEachYamlItem(r, list, f, [&](size_t, uint32_t item, const std::string& item_field) {
+    const std::string& name = r.String(item, item_field);
     if (!IsPrometheusMetricName(name)) {
-      r.Fail(item, Index(f, i), "'" + name + "' is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
+      r.Fail(item, item_field, "'" + name + "' is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
     }
-    if (std::find(out.begin(), out.end(), name) != out.end()) r.Fail(item, Index(f, i), "'" + name + "' given twice");
+    if (std::find(out.begin(), out.end(), name) != out.end()) r.Fail(item, item_field, "'" + name + "' given twice");
     out.push_back(name);
-  }
+  });
+  if (out.empty()) r.Fail(list, f, "give at least one metric name");
   return out;
 }
 

@@ -26,13 +26,7 @@ router:
   readiness:
     - http_ok: http://localhost:${PORT}/health
 arms:
-  tp2:
-    gpus: 2
-    tp: 2
-    ep: 1
-    dp: 1
-    router: true
-    ports: [PORT, ENGINE_PORT, METRICS_PORT]
+  tp2: {gpus: 2, tp: 2, ep: 1, dp: 1, router: true, ports: [PORT, ENGINE_PORT, METRICS_PORT]}
 )" + hang;
 }
 
@@ -58,23 +52,23 @@ TEST(RecipeHang, LoadsAndDefaultsOff) {
 
 TEST(RecipeHang, LoadErrorsAreLocated) {
   EXPECT_EQ(LoadError(WithHang("hang:\n  after: 86401\n  engine: {metrics: /m, busy: [a], progress: [b]}\n")),
-            "r.yaml:20:10: field 'hang.after': seconds from 1 to 86400");
+            "r.yaml:14:10: field 'hang.after': seconds from 1 to 86400");
   EXPECT_NE(LoadError(WithHang("hang:\n  after: 0\n  engine: {metrics: /m, busy: [a], progress: [b]}\n")), "");
-  EXPECT_EQ(LoadError(WithHang("hang:\n  after: 5\n")), "r.yaml:20:3: field 'hang': give engine, router or both");
+  EXPECT_EQ(LoadError(WithHang("hang:\n  after: 5\n")), "r.yaml:14:3: field 'hang': give engine, router or both");
   EXPECT_EQ(LoadError(WithHang("hang:\n  after: 5\n  engine: {metrics: /m, busy: [9a], progress: [b]}\n")),
-            "r.yaml:21:32: field 'hang.engine.busy[0]': '9a' is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
+            "r.yaml:15:32: field 'hang.engine.busy[0]': '9a' is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
   EXPECT_EQ(LoadError(WithHang("hang:\n  after: 5\n  engine: {metrics: /m, busy: [a]}\n")),
-            "r.yaml:21:11: field 'hang.engine.progress': missing (required)");
+            "r.yaml:15:11: field 'hang.engine.progress': missing (required)");
   EXPECT_EQ(LoadError(WithHang("hang:\n  after: 5\n  engine: {metrics: m, busy: [a], progress: [b]}\n")),
-            "r.yaml:21:21: field 'hang.engine.metrics': a path on the API origin starts with '/' (e.g. /metrics)");
+            "r.yaml:15:21: field 'hang.engine.metrics': a path on the API origin starts with '/' (e.g. /metrics)");
   EXPECT_EQ(LoadError(WithHang("hang:\n  after: 5\n  engine: {busy: [a], progress: [b]}\n")),
-            "r.yaml:21:11: field 'hang.engine': give exactly one of metrics (a path on the engine's API origin) and "
+            "r.yaml:15:11: field 'hang.engine': give exactly one of metrics (a path on the engine's API origin) and "
             "metrics_url (a full URL)");
   EXPECT_EQ(LoadError(WithHang("hang:\n  after: 5\n  router: {metrics_url: 'http://x:${NOPE}/m', busy: [a]}\n")),
-            "r.yaml:21:11: field 'hang.router': give the router progress counters of its own, or an engine "
+            "r.yaml:15:11: field 'hang.router': give the router progress counters of its own, or an engine "
             "entry whose progress it waits on");
   EXPECT_EQ(LoadError(WithHang("hang:\n  after: 5\n  engine: {metrics: /m, busy: [a], progress: [b], per_label: a-b}\n")),
-            "r.yaml:21:62: field 'hang.engine.per_label': 'a-b' is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)");
+            "r.yaml:15:62: field 'hang.engine.per_label': 'a-b' is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)");
   // A URL template naming what the arm lacks fails like any other template.
   const std::string e = LoadError(WithHang(std::string(kEngineOnly) +
                                            "  router: {metrics_url: 'http://localhost:${NOPE}/m', busy: [a]}\n"));

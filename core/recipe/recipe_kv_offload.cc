@@ -78,12 +78,8 @@ class TierLoader {
   // Plain templates and {when: VARIABLE, args: [...]} (a recipe or tier
   // variable); `program`: a server's argv, whose first item is the program.
   std::vector<ArgTemplate> Args(uint32_t list, const std::string& field, const KvOffloadTier& tier, bool program) {
-    r_.RequireSequence(list, field);
-    if (program && r_.Size(list) == 0) r_.Fail(list, field, "must name the program to run");
     std::vector<ArgTemplate> out;
-    for (size_t i = 0; i < r_.Size(list); ++i) {
-      const std::string f = Index(field, i);
-      const uint32_t item = r_.Item(list, i);
+    ForEachYamlItem(r_, list, field, [&](size_t i, uint32_t item, const std::string& f) {
       ArgTemplate a;
       a.ref = SourceRef{r_.Where(item), f};
       if (r_.IsMap(item)) {
@@ -96,16 +92,16 @@ class TierLoader {
         if (!recipe_.FindVariable(a.when) && !tier_var) {
           r_.Fail(when, Child(f, "when"), "'" + a.when + "' is not a recipe variable or a variable of the tier");
         }
-        const uint32_t args = r_.Required(item, f, "args");
-        r_.RequireSequence(args, Child(f, "args"));
-        for (size_t j = 0; j < r_.Size(args); ++j) a.args.push_back(Tmpl(r_.Item(args, j), Index(Child(f, "args"), j)));
+        ForEachYamlItem(r_, r_.Required(item, f, "args"), Child(f, "args"),
+                        [&](size_t, uint32_t arg, const std::string& af) { a.args.push_back(Tmpl(arg, af)); });
       } else if (r_.IsScalar(item)) {
         a.text = Tmpl(item, f);
       } else {
         r_.Fail(item, f, "expected a string or {when: VARIABLE, args: [...]}");
       }
       out.push_back(std::move(a));
-    }
+    });
+    if (program && out.empty()) r_.Fail(list, field, "must name the program to run");
     return out;
   }
 
@@ -118,25 +114,19 @@ class TierLoader {
   }
 
   void Files(uint32_t list, const std::string& field, KvOffloadTier& tier) {
-    r_.RequireSequence(list, field);
     std::set<std::string> names;
-    for (size_t i = 0; i < r_.Size(list); ++i) {
-      const std::string f = Index(field, i);
-      const uint32_t n = r_.Item(list, i);
+    ForEachYamlItem(r_, list, field, [&](size_t, uint32_t n, const std::string& f) {
       r_.CheckKeys(n, f, {"name", "text"});
       KvOffloadFile file;
       file.name = PlainName(r_.Required(n, f, "name"), Child(f, "name"), names, "file");
       file.text = Tmpl(r_.Required(n, f, "text"), Child(f, "text"));
       tier.files.push_back(std::move(file));
-    }
+    });
   }
 
   void Servers(uint32_t list, const std::string& field, KvOffloadTier& tier) {
-    r_.RequireSequence(list, field);
     std::set<std::string> names, logs, ports;
-    for (size_t i = 0; i < r_.Size(list); ++i) {
-      const std::string f = Index(field, i);
-      const uint32_t n = r_.Item(list, i);
+    ForEachYamlItem(r_, list, field, [&](size_t, uint32_t n, const std::string& f) {
       r_.CheckKeys(n, f, {"name", "argv", "env", "log", "ports", "readiness"});
       KvOffloadServer s;
       s.name = PlainName(r_.Required(n, f, "name"), Child(f, "name"), names, "server");
@@ -153,42 +143,33 @@ class TierLoader {
       s.argv = Args(r_.Required(n, f, "argv"), Child(f, "argv"), tier, true);
       if (const uint32_t e = r_.Find(n, "env"); e != kNone) s.env = Env(e, Child(f, "env"));
       if (const uint32_t p = r_.Find(n, "ports"); p != kNone) {
-        r_.RequireSequence(p, Child(f, "ports"));
-        for (size_t j = 0; j < r_.Size(p); ++j) {
-          const std::string pf = Index(Child(f, "ports"), j);
-          const uint32_t item = r_.Item(p, j);
+        ForEachYamlItem(r_, p, Child(f, "ports"), [&](size_t, uint32_t item, const std::string& pf) {
           const std::string& port = r_.String(item, pf);
           if (!IsUpperName(port)) r_.Fail(item, pf, "port names are upper-case letters, digits and '_'");
           if (!ports.insert(port).second) r_.Fail(item, pf, "port '" + port + "' given twice in the tier");
           s.ports.push_back(port);
-        }
+        });
       }
       if (const uint32_t rd = r_.Find(n, "readiness"); rd != kNone) s.readiness = LoadReadinessList(r_, rd, Child(f, "readiness"));
       tier.servers.push_back(std::move(s));
-    }
+    });
   }
 
   void Memory(uint32_t list, const std::string& field, KvOffloadTier& tier) {
-    r_.RequireSequence(list, field);
     std::set<std::string> names;
-    for (size_t i = 0; i < r_.Size(list); ++i) {
-      const std::string f = Index(field, i);
-      const uint32_t n = r_.Item(list, i);
+    ForEachYamlItem(r_, list, field, [&](size_t, uint32_t n, const std::string& f) {
       r_.CheckKeys(n, f, {"name", "per", "bytes", "pinned", "doc"});
       KvOffloadMemory m;
       m.name = PlainName(r_.Required(n, f, "name"), Child(f, "name"), names, "host memory");
       if (std::any_of(recipe_.host_memory.begin(), recipe_.host_memory.end(), [&](const HostMemoryNeed& h) { return h.name == m.name; })) {
         r_.Fail(r_.Find(n, "name"), Child(f, "name"), "'" + m.name + "' is already a host_memory need of the recipe");
       }
-      const std::string per = r_.Choice(r_.Required(n, f, "per"), Child(f, "per"), {"dp_rank", "gpu", "step"});
-      m.per = per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
-              : per == "gpu"   ? HostMemoryNeed::Per::kGpu
-                               : HostMemoryNeed::Per::kStep;
+      m.per = LoadHostMemoryPer(r_, n, f);
       m.bytes = Tmpl(r_.Required(n, f, "bytes"), Child(f, "bytes"));
       if (const uint32_t p = r_.Find(n, "pinned"); p != kNone) m.pinned = r_.Bool(p, Child(f, "pinned"));
       if (const uint32_t d = r_.Find(n, "doc"); d != kNone) m.doc = r_.String(d, Child(f, "doc"));
       tier.host_memory.push_back(std::move(m));
-    }
+    });
   }
 
   // Tier variables may refer to each other, never in a cycle, so that
@@ -268,16 +249,20 @@ LocatedTemplate LoadTemplate(const YamlReader& r, uint32_t node, const std::stri
   return LocatedTemplate{std::move(t).value(), SourceRef{r.Where(node), field}};
 }
 
+HostMemoryNeed::Per LoadHostMemoryPer(const YamlReader& r, uint32_t node, const std::string& field) {
+  const std::string per = r.Choice(r.Required(node, field, "per"), Child(field, "per"), {"dp_rank", "gpu", "step"});
+  return per == "dp_rank" ? HostMemoryNeed::Per::kDpRank
+         : per == "gpu"   ? HostMemoryNeed::Per::kGpu
+                          : HostMemoryNeed::Per::kStep;
+}
+
 std::vector<ReadinessTemplate> LoadReadinessList(const YamlReader& r, uint32_t list, const std::string& rf) {
   static const std::vector<std::pair<std::string, ReadinessTemplate::Kind>> kKinds = {
       {"http_ok", ReadinessTemplate::Kind::kHttpOk},
       {"models_nonempty", ReadinessTemplate::Kind::kModelsNonEmpty},
       {"tcp_listening", ReadinessTemplate::Kind::kTcpListening}};
-  r.RequireSequence(list, rf);
   std::vector<ReadinessTemplate> out;
-  for (size_t i = 0; i < r.Size(list); ++i) {
-    const std::string f = Index(rf, i);
-    const uint32_t item = r.Item(list, i);
+  ForEachYamlItem(r, list, rf, [&](size_t, uint32_t item, const std::string& f) {
     r.CheckKeys(item, f, {"http_ok", "models_nonempty", "tcp_listening"});
     if (r.Size(item) != 1) r.Fail(item, f, "give exactly one of http_ok, models_nonempty, tcp_listening");
     for (const auto& [key, kind] : kKinds) {
@@ -285,7 +270,7 @@ std::vector<ReadinessTemplate> LoadReadinessList(const YamlReader& r, uint32_t l
       if (v == YamlReader::kNone) continue;
       out.push_back(ReadinessTemplate{kind, LoadTemplate(r, v, Child(f, key))});
     }
-  }
+  });
   return out;
 }
 

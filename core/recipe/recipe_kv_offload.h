@@ -45,6 +45,19 @@ void ForEachYamlEntry(const YamlReader& r, uint32_t map, const std::string& fiel
   }
 }
 
+// Calls fn(i, item, item_field) for each item of sequence `list` at
+// `field`, in written order, item_field naming it ("host_memory[2]"). The
+// recipe's lists and the tiers' lists are read through this one loop.
+template <class Fn>
+void ForEachYamlItem(const YamlReader& r, uint32_t list, const std::string& field, Fn&& fn) {
+  r.RequireSequence(list, field);
+  for (size_t i = 0; i < r.Size(list); ++i) fn(i, r.Item(list, i), Index(field, i));
+}
+
+// The `per:` of a host_memory item `node` at `field` (the recipe's and the
+// tiers' items both have one): dp_rank, gpu or step.
+HostMemoryNeed::Per LoadHostMemoryPer(const YamlReader& r, uint32_t node, const std::string& field);
+
 // Readiness checks: each {http_ok: URL}, {models_nonempty: URL} or
 // {tcp_listening: HOST:PORT}.
 std::vector<ReadinessTemplate> LoadReadinessList(const YamlReader& r, uint32_t list, const std::string& field);

@@ -80,37 +80,29 @@ TEST(RecipeKvOffload, ATierLoadsAndRenders) {
 }
 
 TEST(RecipeKvOffload, LocatedErrors) {
-  const auto err = [](const std::string& from, const std::string& to) {
-    return LoadError(test::ReplaceOnce(kRecipe, from, to));
-  };
-  std::string m = err("${ARM}", "${ARMM}");
+  std::string m = LoadError(test::ReplaceOnce(kRecipe, "${ARM}", "${ARMM}"));
   EXPECT_NE(m.find("r.yaml:14:"), std::string::npos) << m;
   EXPECT_NE(m.find("field 'kv_offload.t.engine_args[1]': unknown variable ${ARMM} in arm 'dp2'"), std::string::npos) << m;
-  m = err("ports: [MASTER_PORT]", "ports: [PORT]");
-  EXPECT_NE(m.find("'PORT' is both a port of the arm and a port of KV offload tier t"), std::string::npos) << m;
   m = LoadError(test::ReplaceOnce(test::ReplaceOnce(kRecipe, "SEG: ${KV_OFFLOAD_GB_PER_RANK}GB", "SEG: ${ADDR}"),
                                   "ADDR: 127.0.0.1:${MASTER_PORT}", "ADDR: x${SEG}"));
   EXPECT_NE(m.find("field 'kv_offload.t.vars': variables refer to each other in a cycle: SEG -> ADDR"),
             std::string::npos) << m;
-  m = err("when: OPT", "when: NOPE");
-  EXPECT_NE(m.find("'NOPE' is not a recipe variable or a variable of the tier"), std::string::npos) << m;
-  m = err("tcp_listening:", "tcp_open:");
-  EXPECT_NE(m.find("allowed: http_ok, models_nonempty, tcp_listening"), std::string::npos) << m;
-  m = err("per: dp_rank", "per: rank");
-  EXPECT_NE(m.find("field 'kv_offload.t.host_memory[0].per'"), std::string::npos) << m;
-  m = err("- name: master", "- name: engine");
-  EXPECT_NE(m.find("'engine' is the name of a step process"), std::string::npos) << m;
-  m = err("{name: c.json,", "{name: ../c.json,");
-  EXPECT_NE(m.find("field 'kv_offload.t.files[0].name': file names are plain lower-case file names"),
-            std::string::npos) << m;
-  m = err("        env: {GPUS", "        restart: true\n        env: {GPUS");
-  EXPECT_NE(m.find("restart"), std::string::npos) << m;
-  // The tier builtins belong to tiers: the engine cannot use them.
-  m = err("--port, \"${PORT}\"]", "--port, \"${PORT}\", \"${TOTAL_CPU_DRAM_GB}\"]");
-  EXPECT_NE(m.find("unknown variable ${TOTAL_CPU_DRAM_GB}"), std::string::npos) << m;
-  // ... nor may a recipe variable take one of their names.
-  m = err("  OPT: \"\"\n", "  OPT: \"\"\n  GPU_COUNT: \"8\"\n");
-  EXPECT_NE(m.find("'GPU_COUNT' is both a recipe variable and a KV offload builtin"), std::string::npos) << m;
+  test::ExpectLoadErrors(kRecipe, {
+      {"ports: [MASTER_PORT]", "ports: [PORT]", "'PORT' is both a port of the arm and a port of KV offload tier t"},
+      {"when: OPT", "when: NOPE", "'NOPE' is not a recipe variable or a variable of the tier"},
+      {"tcp_listening:", "tcp_open:", "allowed: http_ok, models_nonempty, tcp_listening"},
+      {"per: dp_rank", "per: rank", "field 'kv_offload.t.host_memory[0].per'"},
+      {"- name: master", "- name: engine", "'engine' is the name of a step process"},
+      {"{name: c.json,", "{name: ../c.json,",
+       "field 'kv_offload.t.files[0].name': file names are plain lower-case file names"},
+      {"        env: {GPUS", "        restart: true\n        env: {GPUS", "restart"},
+      // The tier builtins belong to tiers: the engine cannot use them.
+      {"--port, \"${PORT}\"]", "--port, \"${PORT}\", \"${TOTAL_CPU_DRAM_GB}\"]",
+       "unknown variable ${TOTAL_CPU_DRAM_GB}"},
+      // ... nor may a recipe variable take one of their names.
+      {"  OPT: \"\"\n", "  OPT: \"\"\n  GPU_COUNT: \"8\"\n",
+       "'GPU_COUNT' is both a recipe variable and a KV offload builtin"},
+  });
 }
 
 TEST(RecipeKvOffload, TcpListeningIsAReadinessKindEverywhere) {

@@ -89,11 +89,10 @@ TEST(Recipe, KvOffloadTiersAreNamedAndChecked) {
   EXPECT_EQ(r.value().kv_offload[0].doc, "host DRAM");
   EXPECT_NE(r.value().FindKvOffload("mooncake"), nullptr);
   EXPECT_EQ(r.value().FindKvOffload("lmcache"), nullptr);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "arms:", "kv_offload:\n  none: {}\narms:"))
-                .find("field 'kv_offload.none': 'none' is not a tier name"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "arms:", "kv_offload:\n  x: {size: 1}\narms:")).find("size"),
-            std::string::npos);
+  test::ExpectLoadErrors(kMinimal, {
+      {"arms:", "kv_offload:\n  none: {}\narms:", "field 'kv_offload.none': 'none' is not a tier name"},
+      {"arms:", "kv_offload:\n  x: {size: 1}\narms:", "size"},
+  });
 }
 
 TEST(Recipe, PortOfAnotherArmIsNotInScope) {
@@ -103,66 +102,45 @@ TEST(Recipe, PortOfAnotherArmIsNotInScope) {
 }
 
 TEST(Recipe, MissingFieldWrongTypeUnknownField) {
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "    gpus: 2\n", "")).find("field 'arms.tp2.gpus': missing (required)"),
-            std::string::npos);
-  const std::string wrong = LoadError(test::ReplaceOnce(kMinimal, "gpus: 2", "gpus: two"));
-  EXPECT_NE(wrong.find("r.yaml:14:11: field 'arms.tp2.gpus': expected a positive integer, got 'two'"),
-            std::string::npos) << wrong;
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "ports: [PORT]", "ports: PORT")).find("field 'arms.tp2.ports': expected a list"),
-            std::string::npos);
-  const std::string unknown = LoadError(test::ReplaceOnce(kMinimal, "    ep: 1\n", "    ep: 1\n    gpu_count: 2\n"));
-  EXPECT_NE(unknown.find("field 'arms.tp2.gpu_count': unknown field; allowed: gpus, tp, ep, dp"),
-            std::string::npos) << unknown;
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "schema: 1", "schema: 7")).find("allowed: 1"), std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "engine:", "engines:")).find("unknown field; allowed: schema"),
-            std::string::npos);
+  test::ExpectLoadErrors(kMinimal, {
+      {"    gpus: 2\n", "", "field 'arms.tp2.gpus': missing (required)"},
+      {"gpus: 2", "gpus: two", "r.yaml:14:11: field 'arms.tp2.gpus': expected a positive integer, got 'two'"},
+      {"ports: [PORT]", "ports: PORT", "field 'arms.tp2.ports': expected a list"},
+      {"    ep: 1\n", "    ep: 1\n    gpu_count: 2\n",
+       "field 'arms.tp2.gpu_count': unknown field; allowed: gpus, tp, ep, dp"},
+      {"schema: 1", "schema: 7", "allowed: 1"},
+      {"engine:", "engines:", "unknown field; allowed: schema"},
+  });
 }
 
 TEST(Recipe, StructuralRules) {
-  const std::string shape = LoadError(test::ReplaceOnce(kMinimal, "tp: 2", "tp: 1"));
-  EXPECT_NE(shape.find("r.yaml:14:5: field 'arms.tp2': tp x pp x dp must equal gpus x nodes (1 x 1 x 1 != 2 x 1"),
-            std::string::npos) << shape;
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "{splice: par}", "{splice: parallel}"))
-                .find("arm 'tp2' defines no fragment 'parallel'"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "{splice: par}, ", "")).find("fragment is never spliced"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "when: OPT", "when: NOPE")).find("not a recipe variable"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "    ep: 1\n", "    ep: 1\n    router: true\n"))
-                .find("the recipe has no 'router' section"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "ports: [PORT]", "ports: [PORT, MODEL]")).find("names must be unique"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "ports: [PORT]", "ports: [PORT, PORT]")).find("given twice"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "ports: [PORT]", "ports: [PORT, CONC]")).find("a builtin variable"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "{ENGINE_PORT: \"${PORT}\"}", "{ENGINE_PORT: \"${X}\", X: \"${ENGINE_PORT}\"}"))
-                .find("cycle: ENGINE_PORT -> X -> ENGINE_PORT"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "\"${MODEL}\"", "\"$MODEL\"")).find("lone '$'"), std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "name: mini", "name: Mini/../x")).find("is not a recipe name"),
-            std::string::npos);
+  test::ExpectLoadErrors(kMinimal, {
+      {"tp: 2", "tp: 1", "r.yaml:14:5: field 'arms.tp2': tp x pp x dp must equal gpus x nodes (1 x 1 x 1 != 2 x 1"},
+      {"{splice: par}", "{splice: parallel}", "arm 'tp2' defines no fragment 'parallel'"},
+      {"{splice: par}, ", "", "fragment is never spliced"},
+      {"when: OPT", "when: NOPE", "not a recipe variable"},
+      {"    ep: 1\n", "    ep: 1\n    router: true\n", "the recipe has no 'router' section"},
+      {"ports: [PORT]", "ports: [PORT, MODEL]", "names must be unique"},
+      {"ports: [PORT]", "ports: [PORT, PORT]", "given twice"},
+      {"ports: [PORT]", "ports: [PORT, CONC]", "a builtin variable"},
+      {"{ENGINE_PORT: \"${PORT}\"}", "{ENGINE_PORT: \"${X}\", X: \"${ENGINE_PORT}\"}",
+       "cycle: ENGINE_PORT -> X -> ENGINE_PORT"},
+      {"\"${MODEL}\"", "\"$MODEL\"", "lone '$'"},
+      {"name: mini", "name: Mini/../x", "is not a recipe name"},
+  });
 }
 
 // DP_RANK, rank ports, per_rank and per_gpu items only where they have a value.
 TEST(Recipe, RankAndGpuNamesOnlyWhereTheyHaveAValue) {
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "[-tp, \"${TP}\"]", "[-tp, \"${DP_RANK}\"]"))
-                .find("${DP_RANK} in arm 'tp2' has no value here"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "    ports: [PORT]\n", "    ports: [PORT]\n    rank_ports: [RP]\n"))
-                .find("field 'arms.tp2.rank_ports': rank ports need dp_layout: rank-process"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "    ep: 1\n", "    ep: 1\n    dp_layout: ranks\n"))
-                .find("allowed: engine, rank-process"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "[-tp, \"${TP}\"]", "[-tp, {per_gpu: \"${GPU_NUMA}\"}]"))
-                .find("unknown field; allowed: per_rank"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kMinimal, "  readiness:\n", "  numa_flags: [--n, \"${GPU_NUMA}\"]\n  readiness:\n"))
-                .find("${GPU_NUMA} has a value only in {per_gpu: ...} items"),
-            std::string::npos);
+  test::ExpectLoadErrors(kMinimal, {
+      {"[-tp, \"${TP}\"]", "[-tp, \"${DP_RANK}\"]", "${DP_RANK} in arm 'tp2' has no value here"},
+      {"    ports: [PORT]\n", "    ports: [PORT]\n    rank_ports: [RP]\n",
+       "field 'arms.tp2.rank_ports': rank ports need dp_layout: rank-process"},
+      {"    ep: 1\n", "    ep: 1\n    dp_layout: ranks\n", "allowed: engine, rank-process"},
+      {"[-tp, \"${TP}\"]", "[-tp, {per_gpu: \"${GPU_NUMA}\"}]", "unknown field; allowed: per_rank"},
+      {"  readiness:\n", "  numa_flags: [--n, \"${GPU_NUMA}\"]\n  readiness:\n",
+       "${GPU_NUMA} has a value only in {per_gpu: ...} items"},
+  });
   // A rank-process arm: DP_RANK and a rank port in the engine are fine.
   std::string rp = test::ReplaceOnce(kMinimal, "    ep: 1\n    dp: 1\n", "    ep: 1\n    dp: 1\n    dp_layout: rank-process\n");
   rp = test::ReplaceOnce(rp, "    vars: {ENGINE_PORT: \"${PORT}\"}\n", "    rank_ports: [ENGINE_PORT]\n");
@@ -234,22 +212,17 @@ TEST(Recipe, ShapeRulesAcrossNodes) {
                        "by nodes (data parallel across nodes) or dp: 1 and pp divisible by nodes (pipeline stages across "
                        "nodes); got pp 1, dp 3"),
             std::string::npos) << split;
-  // TP alone across nodes (dp 1, pp 1) is neither mode.
-  const std::string tp_only = LoadError(test::ReplaceOnce(kAcross, "    tp: 1\n    ep: 4\n    dp: 4\n",
-                                                          "    tp: 4\n    ep: 1\n    dp: 1\n"));
-  EXPECT_NE(tp_only.find("got pp 1, dp 1"), std::string::npos) << tp_only;
-  // Pipeline stages and DP ranks together are refused, on one node too.
-  const std::string both = LoadError(test::ReplaceOnce(kAcross, "    tp: 1\n    ep: 4\n    dp: 4\n",
-                                                       "    tp: 1\n    pp: 2\n    ep: 1\n    dp: 2\n"));
-  EXPECT_NE(both.find("pp > 1 needs dp: 1"), std::string::npos) << both;
-  const std::string ep = LoadError(test::ReplaceOnce(kAcross, "ep: 4", "ep: 3"));
-  EXPECT_NE(ep.find("field 'arms.dp4.ep': ep must divide gpus x nodes (4)"), std::string::npos) << ep;
-  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "nodes: 2", "nodes: 0")).find("field 'arms.dp4.nodes': expected a positive integer"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "    tp: 1\n", "    tp: 1\n    pp: x\n")).find("field 'arms.dp4.pp': expected a positive integer"),
-            std::string::npos);
-  const std::string rp = LoadError(test::ReplaceOnce(kAcross, "    ep: 4\n", "    ep: 4\n    dp_layout: rank-process\n"));
-  EXPECT_NE(rp.find("field 'arms.dp4.dp_layout': rank-process is single-node only"), std::string::npos) << rp;
+  test::ExpectLoadErrors(kAcross, {
+      // TP alone across nodes (dp 1, pp 1) is neither mode.
+      {"    tp: 1\n    ep: 4\n    dp: 4\n", "    tp: 4\n    ep: 1\n    dp: 1\n", "got pp 1, dp 1"},
+      // Pipeline stages and DP ranks together are refused, on one node too.
+      {"    tp: 1\n    ep: 4\n    dp: 4\n", "    tp: 1\n    pp: 2\n    ep: 1\n    dp: 2\n", "pp > 1 needs dp: 1"},
+      {"ep: 4", "ep: 3", "field 'arms.dp4.ep': ep must divide gpus x nodes (4)"},
+      {"nodes: 2", "nodes: 0", "field 'arms.dp4.nodes': expected a positive integer"},
+      {"    tp: 1\n", "    tp: 1\n    pp: x\n", "field 'arms.dp4.pp': expected a positive integer"},
+      {"    ep: 4\n", "    ep: 4\n    dp_layout: rank-process\n",
+       "field 'arms.dp4.dp_layout': rank-process is single-node only"},
+  });
 }
 
 TEST(Recipe, StepPortsAndOthersOnlyAcrossNodes) {
@@ -261,31 +234,25 @@ TEST(Recipe, StepPortsAndOthersOnlyAcrossNodes) {
   others = test::ReplaceOnce(others, "    ports: [ENGINE_PORT]\n    step_ports: [PORT, RPC]\n", "    ports: [ENGINE_PORT, PORT, RPC]\n");
   const std::string o = LoadError(others);
   EXPECT_NE(o.find("field 'arms.dp4.others': only for an arm across nodes (nodes > 1)"), std::string::npos) << o;
-  // The step ports are names of their own: not a port as well.
-  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "ports: [ENGINE_PORT]", "ports: [ENGINE_PORT, RPC]"))
-                .find("field 'arms.dp4.step_ports[1]': port 'RPC' given twice"),
-            std::string::npos);
-  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "step_ports: [PORT, RPC]", "step_ports: [PORT, rpc]")).find("port names are upper-case"),
-            std::string::npos);
-  // others replaces fragments the arm has, and holds only fragments.
-  const std::string unknown = LoadError(test::ReplaceOnce(kAcross, "{par: [-dp, \"${DP}\", -dpl, \"${DP_LOCAL}\", -dpr",
-                                                          "{parx: [-dp, \"${DP}\", -dpl, \"${DP_LOCAL}\", -dpr"));
-  EXPECT_NE(unknown.find("r.yaml:20:19: field 'arms.dp4.others.fragments.parx': replaces fragment 'parx', which the arm "
-                         "does not define in arms.dp4.fragments"),
-            std::string::npos) << unknown;
-  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "    others:\n      fragments:", "    others:\n      frags:"))
-                .find("field 'arms.dp4.others.frags': unknown field; allowed: fragments"),
-            std::string::npos);
-  // Their templates are checked like the engine's.
-  const std::string bad = LoadError(test::ReplaceOnce(kAcross, "--headless]", "--headless, \"${NOPE}\"]"));
-  EXPECT_NE(bad.find("field 'arms.dp4.others.fragments.par[7]': unknown variable ${NOPE} in arm 'dp4'"), std::string::npos)
-      << bad;
-  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "--headless]", "--headless, \"${DP_RANK}\"]")).find("has no value here"),
-            std::string::npos);
-  // A step port collides with a recipe variable like any other port.
-  EXPECT_NE(LoadError(test::ReplaceOnce(kAcross, "step_ports: [PORT, RPC]", "step_ports: [PORT, NODES]"))
-                .find("'NODES' is both a builtin variable and a step port of the arm"),
-            std::string::npos);
+  test::ExpectLoadErrors(kAcross, {
+      // The step ports are names of their own: not a port as well.
+      {"ports: [ENGINE_PORT]", "ports: [ENGINE_PORT, RPC]", "field 'arms.dp4.step_ports[1]': port 'RPC' given twice"},
+      {"step_ports: [PORT, RPC]", "step_ports: [PORT, rpc]", "port names are upper-case"},
+      // others replaces fragments the arm has, and holds only fragments.
+      {"{par: [-dp, \"${DP}\", -dpl, \"${DP_LOCAL}\", -dpr",
+       "{parx: [-dp, \"${DP}\", -dpl, \"${DP_LOCAL}\", -dpr",
+       "r.yaml:20:19: field 'arms.dp4.others.fragments.parx': replaces fragment 'parx', which the arm does not define "
+       "in arms.dp4.fragments"},
+      {"    others:\n      fragments:", "    others:\n      frags:",
+       "field 'arms.dp4.others.frags': unknown field; allowed: fragments"},
+      // Their templates are checked like the engine's.
+      {"--headless]", "--headless, \"${NOPE}\"]",
+       "field 'arms.dp4.others.fragments.par[7]': unknown variable ${NOPE} in arm 'dp4'"},
+      {"--headless]", "--headless, \"${DP_RANK}\"]", "has no value here"},
+      // A step port collides with a recipe variable like any other port.
+      {"step_ports: [PORT, RPC]", "step_ports: [PORT, NODES]",
+       "'NODES' is both a builtin variable and a step port of the arm"},
+  });
 }
 
 TEST(Recipe, EmptyNonYamlAndNonMappingFiles) {

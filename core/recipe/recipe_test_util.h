@@ -1,13 +1,16 @@
 // What the recipe and launch plan tests share: the seed recipe loaded once
-// per test (a fixture base), and a load that must fail, as its message.
+// per test (a fixture base), a load that must fail, as its message, and a
+// table of such loads.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 
 #include "core/recipe/recipe.h"
+#include "tests/support/test.h"
 
 namespace ix::test {
 
@@ -33,6 +36,22 @@ inline std::string LoadError(const std::string& text) {
   Result<Recipe> r = LoadRecipeString(text, "r.yaml");
   EXPECT_FALSE(r.ok());
   return r.ok() ? "" : r.error().message;
+}
+
+// One change to a recipe text (the first `from` becomes `to`) and a part of
+// the error that loading the changed recipe must give.
+struct BrokenRecipe {
+  const char* from;
+  const char* to;
+  const char* error;
+};
+
+// Loads `base` with each change in turn: each must fail with its error.
+inline void ExpectLoadErrors(const std::string& base, std::initializer_list<BrokenRecipe> changes) {
+  for (const BrokenRecipe& c : changes) {
+    const std::string message = LoadError(ReplaceOnce(base, c.from, c.to));
+    EXPECT_NE(message.find(c.error), std::string::npos) << "'" << c.from << "' -> '" << c.to << "': " << message;
+  }
 }
 
 }  // namespace ix::test
