@@ -37,8 +37,7 @@ struct Config {
   double stats_interval_s = 30;
   unsigned long long random_seed = 0;
   double failed_request_threshold = 1.0;
-  double start_min_ratio = 0.25;
-  double start_max_ratio = 0.75;
+  double start_min_ratio = 0.25, start_max_ratio = 0.75;  // --trajectory-start-{min,max}-ratio
   int warmup_requests_per_lane = 0;
   double trace_idle_gap_cap_s = 300;
   double warmup_grace_period_s = 1800;

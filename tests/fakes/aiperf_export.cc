@@ -10,16 +10,12 @@
 #include <map>
 
 #include "fake_common.h"
+#include "json_writer.h"
 
 namespace ixfake::aiperf {
 namespace {
 
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void key_str(Writer& w, const char* key, const std::string& value) {
-  w.Key(key);
-  w.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
-}
 
 // "name": {"value": V, "unit": unit}, AIPerf's metric record; `value`
 // writes V (a double, or an int for the token counts).
@@ -284,10 +280,7 @@ std::string aggregate_json(const std::vector<RequestRecord>& records, const RunI
   w.EndObject();
   w.Key("submission_valid");
   w.Bool(info.invalid_reasons.empty());
-  w.Key("submission_invalid_reasons");
-  w.StartArray();
-  for (const std::string& reason : info.invalid_reasons) w.String(reason.c_str());
-  w.EndArray();
+  key_strings(w, "submission_invalid_reasons", info.invalid_reasons);
   w.EndObject();
   w.EndObject();
   return sb.GetString();

@@ -11,27 +11,12 @@ namespace ixfake::aiperf {
 namespace {
 
 RequestRecord ok_record(bool warmup, int hit, int blocks) {
-  RequestRecord r;
-  r.session_num = 2;
-  r.x_request_id = "req";
-  r.x_correlation_id = "corr";
-  r.conversation_id = "synthetic-001::sa:explore_001";
-  r.turn_index = 1;
-  r.start_ns = 1000;
-  r.ack_ns = 1500;
-  r.end_ns = 3000;
-  r.warmup = warmup;
-  r.input_len = 64;
-  r.isl = 64;
-  r.osl = 5;
-  r.ttft_ms = 10;
-  r.latency_ms = 50;
-  r.itl_ms = 10;
-  r.full_itl_ms = 10;
-  r.served_by_rank = 3;
-  r.prefix_hit_blocks = hit;
-  r.prefix_blocks = blocks;
-  return r;
+  return RequestRecord{.session_num = 2, .x_request_id = "req", .x_correlation_id = "corr",
+                       .conversation_id = "synthetic-001::sa:explore_001", .turn_index = 1,
+                       .start_ns = 1000, .ack_ns = 1500, .end_ns = 3000, .warmup = warmup,
+                       .input_len = 64, .isl = 64, .osl = 5, .ttft_ms = 10, .latency_ms = 50,
+                       .itl_ms = 10, .full_itl_ms = 10, .served_by_rank = 3,
+                       .prefix_hit_blocks = hit, .prefix_blocks = blocks};
 }
 
 TEST(AiperfExport, RecordLine) {
@@ -63,14 +48,10 @@ TEST(AiperfExport, AggregateCountsProfilingOnly) {
   RequestRecord bad = ok_record(false, 4, 4);
   bad.error = RequestError{std::nullopt, "ClientConnectionError", "refused"};
   records.push_back(bad);
-  RunInfo info;
-  info.loader = "semianalysis_cc_traces_weka_062126";
-  info.hf_dataset = "semianalysisai/cc-traces-weka-062126";
-  info.num_dataset_entries = 12;
-  info.start_time = "2026-08-20T10:00:00.000000";
-  info.end_time = "2026-08-20T10:00:20.000000";
-  info.duration_s = 20;
-  info.invalid_reasons = {"unsafe_override"};
+  const RunInfo info{.loader = "semianalysis_cc_traces_weka_062126",
+                     .hf_dataset = "semianalysisai/cc-traces-weka-062126", .num_dataset_entries = 12,
+                     .start_time = "2026-08-20T10:00:00.000000", .end_time = "2026-08-20T10:00:20.000000",
+                     .duration_s = 20, .invalid_reasons = {"unsafe_override"}};
   rapidjson::Document d;
   d.Parse(aggregate_json(records, info).c_str());
   ASSERT_FALSE(d.HasParseError());

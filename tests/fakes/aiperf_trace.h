@@ -23,8 +23,7 @@ namespace ixfake::aiperf {
 struct Step {
   std::string conversation_suffix;
   int turn_index = 0;
-  int input_len = 0;
-  int output_len = 0;
+  int input_len = 0, output_len = 0;  // tokens
   std::vector<std::uint64_t> hash_ids;
   double gap_s = 0;  // idle time before it ("think_time"), uncapped
 };

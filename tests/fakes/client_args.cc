@@ -39,8 +39,7 @@ constexpr const char* kHelp =
     "else ./result.json. Exit 1 if a request failed, 2 for a usage error.\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "ix-fake-client: %s\n%s", message.c_str(), kHelp);
-  std::exit(2);
+  usage_exit("ix-fake-client: %s\n%s", message.c_str(), kHelp);
 }
 
 int positive(const StrictArgs& args, const char* name, int fallback) {
@@ -113,8 +112,7 @@ Config parse_serving_config(const std::vector<std::string>& raw) {
     std::exit(0);
   }
   if (!parsed.config) {
-    std::fprintf(stderr, "%six-fake-client --benchmark-serving: error: %s\n", kServingUsage, parsed.error.c_str());
-    std::exit(2);
+    usage_exit("%six-fake-client --benchmark-serving: error: %s\n", kServingUsage, parsed.error.c_str());
   }
   return std::move(*parsed.config);
 }

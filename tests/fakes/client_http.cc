@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "fake_common.h"
+#include "json_writer.h"
 
 namespace ixfake::client {
 namespace {
@@ -153,16 +154,13 @@ std::string chat_body(const BodyOptions& o, const std::vector<Message>& messages
   rapidjson::StringBuffer sb;
   Writer w(sb);
   w.StartObject();
-  w.Key("model");
-  w.String(o.model.c_str());
+  key_str(w, "model", o.model);
   w.Key("messages");
   w.StartArray();
   for (const auto& m : messages) {
     w.StartObject();
-    w.Key("role");
-    w.String(m.role.c_str());
-    w.Key("content");
-    w.String(m.content.c_str());
+    key_str(w, "role", m.role);
+    key_str(w, "content", m.content);
     w.EndObject();
   }
   w.EndArray();

@@ -36,6 +36,7 @@
 #include "aiperf_server_metrics.h"
 #include "aiperf_trace.h"
 #include "fake_common.h"
+#include "json_writer.h"
 
 #ifndef IX_FAKE_AIPERF_TRACES
 #define IX_FAKE_AIPERF_TRACES "agentx-synthetic.jsonl"
@@ -44,6 +45,9 @@
 namespace {
 
 using namespace ixfake::aiperf;
+using ixfake::key_str;
+using ixfake::key_strings;
+using ixfake::key_strs;
 using ixfake::strprintf;
 using Clock = std::chrono::steady_clock;
 
@@ -171,15 +175,12 @@ RequestRecord Run::send(httplib::Client& cli, int lane, Trajectory& t, bool warm
   rapidjson::Writer<rapidjson::StringBuffer> w(sb);
   const std::string content = prompt_content(*t.trace, step, t.salt);
   w.StartObject();
-  w.Key("model");
-  w.String(cfg_.model.c_str());
+  key_str(w, "model", cfg_.model);
   w.Key("messages");
   w.StartArray();
   w.StartObject();
-  w.Key("role");
-  w.String("user");
-  w.Key("content");
-  w.String(content.c_str(), static_cast<rapidjson::SizeType>(content.size()));
+  key_str(w, "role", "user");
+  key_str(w, "content", content);
   w.EndObject();
   w.EndArray();
   w.Key("max_tokens");
@@ -398,28 +399,16 @@ std::string input_config(const Config& cfg, int argc, char** argv) {
   std::string cli;
   for (int i = 0; i < argc; ++i) cli += (i > 0 ? " " : "") + std::string(argv[i]);
   w.StartObject();
-  w.Key("cli_command");
-  w.String(cli.c_str());
-  w.Key("scenario");
-  w.String(cfg.scenario.c_str());
-  w.Key("url");
-  w.String(cfg.url_text.c_str());
-  w.Key("endpoint");
-  w.String(cfg.endpoint.c_str());
-  w.Key("model");
-  w.String(cfg.model.c_str());
+  key_strs(w, {{"cli_command", cli}, {"scenario", cfg.scenario}, {"url", cfg.url_text}, {"endpoint", cfg.endpoint},
+               {"model", cfg.model}});
   w.Key("concurrency");
   w.Int(cfg.concurrency);
   w.Key("benchmark_duration");
   w.Double(cfg.duration_s);
   w.Key("random_seed");
   w.Uint64(cfg.random_seed);
-  w.Key("public_dataset");
-  w.String(cfg.loader.c_str());
-  w.Key("server_metrics");
-  w.StartArray();
-  for (const std::string& u : cfg.metrics_urls) w.String(u.c_str());
-  w.EndArray();
+  key_str(w, "public_dataset", cfg.loader);
+  key_strings(w, "server_metrics", cfg.metrics_urls);
   w.EndObject();
   return sb.GetString();
 }
@@ -446,8 +435,7 @@ int write_artifacts(const Config& cfg, const std::vector<RequestRecord>& records
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  ixfake::set_log_tag("aiperf");
+  ixfake::start_program("aiperf");
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 1 && (args[0] == "--version" || args[0] == "-V")) {
     std::printf("aiperf 0.12.0+fake\n");

@@ -337,8 +337,7 @@ int sessions_main(Config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  ixfake::set_log_tag("ix-fake-client");
+  ixfake::start_program("ix-fake-client");
   Config cfg = parse_config(argc, argv);
   return cfg.serving ? serving_main(cfg) : sessions_main(cfg);
 }

@@ -356,23 +356,6 @@ std::optional<double> percentile(std::vector<double> values, double p) {
 
 // --------------------------------------------------------- text and output
 
-std::string prom_escape(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string write_file_atomic(const std::string& path, const std::string& content) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -462,6 +445,20 @@ std::string strprintf(const char* format, ...) {
   std::string msg = vformat(format, ap);
   va_end(ap);
   return msg;
+}
+
+void start_program(std::string tag) {
+  ::signal(SIGPIPE, SIG_IGN);
+  set_log_tag(std::move(tag));
+}
+
+void usage_exit(const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  const std::string text = vformat(format, ap);
+  va_end(ap);
+  std::fputs(text.c_str(), stderr);
+  std::exit(2);
 }
 
 void server_socket_options(int fd) {

@@ -140,9 +140,6 @@ std::optional<double> percentile(std::vector<double> values, double p);
 
 // --------------------------------------------------------- text and output
 
-// Escapes a Prometheus label value (backslash, double quote, newline).
-std::string prom_escape(std::string_view value);
-
 // Writes `content` to `path` through a temporary file and rename, so a reader
 // never sees half a file. Returns an error message, empty on success.
 std::string write_file_atomic(const std::string& path, const std::string& content);
@@ -153,6 +150,15 @@ void set_log_tag(std::string tag);
 void log_line(std::string_view message);
 [[gnu::format(printf, 1, 2)]] void logf(const char* format, ...);
 [[gnu::format(printf, 1, 2)]] std::string strprintf(const char* format, ...);
+
+// A fake's first step in main(): log lines tagged `tag`, and SIGPIPE ignored
+// (a peer that hangs up makes a write fail with EPIPE instead of killing the
+// fake).
+void start_program(std::string tag);
+
+// A rejected command line or switch: the printf-formatted text on stderr as
+// it is, then exit status 2 (as argparse and clap exit).
+[[noreturn, gnu::format(printf, 1, 2)]] void usage_exit(const char* format, ...);
 
 // Listening-socket options for every fake server: SO_REUSEADDR only, as
 // uvicorn and axum do. cpp-httplib 0.11's default sets SO_REUSEPORT instead,

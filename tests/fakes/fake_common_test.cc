@@ -55,14 +55,8 @@ TEST(ParseLoose, NoValueFlagsLeaveTheNextTokenAPositional) {
 }
 
 TEST(IsFlagToken, DistinguishesFlagsFromValues) {
-  EXPECT_TRUE(is_flag_token("--port"));
-  EXPECT_TRUE(is_flag_token("-dp"));
-  EXPECT_FALSE(is_flag_token("-1"));
-  EXPECT_FALSE(is_flag_token("-0.5"));
-  EXPECT_FALSE(is_flag_token("--"));
-  EXPECT_FALSE(is_flag_token("-"));
-  EXPECT_FALSE(is_flag_token("{\"a\":1}"));
-  EXPECT_FALSE(is_flag_token(""));
+  for (const char* flag : {"--port", "-dp"}) EXPECT_TRUE(is_flag_token(flag)) << flag;
+  for (const char* value : {"-1", "-0.5", "--", "-", "{\"a\":1}", ""}) EXPECT_FALSE(is_flag_token(value)) << value;
 }
 
 // ----------------------------------------------------------- parse_strict
@@ -105,21 +99,13 @@ TEST(ParseStrict, MissingValueRepeatAndPositional) {
 TEST(Numbers, ParseIntIsStrict) {
   EXPECT_EQ(parse_int("8000", 0, 65535), 8000);
   EXPECT_EQ(parse_int("-1", -1, 5), -1);
-  EXPECT_FALSE(parse_int("65536", 0, 65535));
-  EXPECT_FALSE(parse_int("80a", 0, 65535));
-  EXPECT_FALSE(parse_int(" 8", 0, 65535));
-  EXPECT_FALSE(parse_int("", 0, 65535));
+  for (const char* bad : {"65536", "80a", " 8", ""}) EXPECT_FALSE(parse_int(bad, 0, 65535)) << bad;
 }
 
 TEST(Numbers, ParseSeconds) {
   EXPECT_EQ(parse_seconds("0.25"), 0.25);
   EXPECT_EQ(parse_seconds("90"), 90.0);
-  EXPECT_FALSE(parse_seconds("-1"));
-  EXPECT_FALSE(parse_seconds("abc"));
-  EXPECT_FALSE(parse_seconds("1s"));
-  EXPECT_FALSE(parse_seconds("nan"));
-  EXPECT_FALSE(parse_seconds("inf"));
-  EXPECT_FALSE(parse_seconds(""));
+  for (const char* bad : {"-1", "abc", "1s", "nan", "inf", ""}) EXPECT_FALSE(parse_seconds(bad)) << bad;
 }
 
 // ------------------------------------------------------------ consistent hash
@@ -151,9 +137,7 @@ TEST(HashRing, SameKeySameMember) {
 
 TEST(HashRing, PinnedPlacement) {
   // ix-fake-client's default sessions sess-0..7 on a dep4 router.
-  std::vector<std::string> t;
-  for (int r = 0; r < 4; ++r) t.push_back("http://localhost:20001@" + std::to_string(r));
-  HashRing ring(t);
+  HashRing ring(dp_targets(4));
   std::vector<std::size_t> got;
   for (int s = 0; s < 8; ++s) got.push_back(ring.lookup("sess-" + std::to_string(s)));
   EXPECT_EQ(got, (std::vector<std::size_t>{0, 1, 3, 2, 0, 2, 3, 1}));
@@ -203,30 +187,28 @@ TEST(HashRing, SingleMemberAndEmpty) {
 // --------------------------------------------------------------------- URLs
 
 TEST(HttpUrl, Parses) {
-  HttpUrl u = parse_http_url("http://localhost:20000");
-  ASSERT_TRUE(u.ok()) << u.error;
-  EXPECT_EQ(u.host, "localhost");
-  EXPECT_EQ(u.port, 20000);
-  EXPECT_EQ(u.base_path, "");
-  u = parse_http_url("http://10.0.0.1/v1/");
-  ASSERT_TRUE(u.ok());
-  EXPECT_EQ(u.port, 80);
-  EXPECT_EQ(u.base_path, "/v1");
-  u = parse_http_url("http://[::1]:8000/x");
-  ASSERT_TRUE(u.ok()) << u.error;
-  EXPECT_EQ(u.host, "::1");
-  EXPECT_EQ(u.port, 8000);
-  EXPECT_EQ(u.base_path, "/x");
+  const struct {
+    const char* url;
+    const char* host;
+    int port;
+    const char* base_path;
+  } cases[] = {{"http://localhost:20000", "localhost", 20000, ""},
+               {"http://10.0.0.1/v1/", "10.0.0.1", 80, "/v1"},
+               {"http://[::1]:8000/x", "::1", 8000, "/x"}};
+  for (const auto& c : cases) {
+    const HttpUrl u = parse_http_url(c.url);
+    ASSERT_TRUE(u.ok()) << c.url << ": " << u.error;
+    EXPECT_EQ(u.host, c.host) << c.url;
+    EXPECT_EQ(u.port, c.port) << c.url;
+    EXPECT_EQ(u.base_path, c.base_path) << c.url;
+  }
 }
 
 TEST(HttpUrl, Rejects) {
-  EXPECT_FALSE(parse_http_url("https://h:1").ok());
-  EXPECT_FALSE(parse_http_url("localhost:8000").ok());
-  EXPECT_FALSE(parse_http_url("http://:80").ok());
-  EXPECT_FALSE(parse_http_url("http://h:0").ok());
-  EXPECT_FALSE(parse_http_url("http://h:99999").ok());
-  EXPECT_FALSE(parse_http_url("http://h:").ok());
-  EXPECT_FALSE(parse_http_url("http://[::1").ok());
+  for (const char* url : {"https://h:1", "localhost:8000", "http://:80", "http://h:0", "http://h:99999", "http://h:",
+                          "http://[::1"}) {
+    EXPECT_FALSE(parse_http_url(url).ok()) << url;
+  }
 }
 
 // ---------------------------------------------------------------------- SSE
@@ -253,8 +235,6 @@ TEST(Percentile, NearestRank) {
   EXPECT_EQ(percentile({4, 1, 3, 2}, 99), 4);
   EXPECT_EQ(percentile({4, 1, 3, 2}, 0), 1);
 }
-
-TEST(PromEscape, EscapesLabelValues) { EXPECT_EQ(prom_escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd"); }
 
 }  // namespace
 }  // namespace ixfake

@@ -30,11 +30,9 @@
 namespace {
 
 [[noreturn]] void Usage(const std::string& what) {
-  std::fprintf(stderr,
-               "mooncake_master (fake): %s\n"
-               "usage: mooncake_master --port PORT [--eviction_high_watermark_ratio=R] [--eviction_ratio=R]\n",
-               what.c_str());
-  std::exit(2);
+  ixfake::usage_exit("mooncake_master (fake): %s\n"
+                     "usage: mooncake_master --port PORT [--eviction_high_watermark_ratio=R] [--eviction_ratio=R]\n",
+                     what.c_str());
 }
 
 // The command line: --port PORT or --port=PORT, the two ratios in (0, 1].
@@ -89,9 +87,8 @@ void OnSignal(int) { g_stop = 1; }
 }  // namespace
 
 int main(int argc, char** argv) {
-  ixfake::set_log_tag("mooncake_master");
+  ixfake::start_program("mooncake_master");
   const int port = ParsePort(argc, argv);
-  std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   if (const char* s = std::getenv("FAKE_MOONCAKE_LISTEN_AFTER_S")) {

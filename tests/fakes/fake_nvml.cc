@@ -103,8 +103,7 @@ struct Script {
     unsigned long long code = 0;
   };
   unsigned gpus = 8;
-  double idle_watts = 80;
-  double busy_watts = 680;
+  double idle_watts = 80, busy_watts = 680;
   std::string load_file;
   std::vector<Xid> xids;
   bool field_values = true;

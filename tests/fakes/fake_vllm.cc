@@ -57,7 +57,9 @@ void log_started(const Config& cfg, int port, const std::string& record_path) {
     logf("FAKE_VLLM_FAULT_ONLY_IF_ARG='%s': fault switches %s", sw.fault_only_if_arg.c_str(),
          sw.faults_active ? "apply (an argument matches)" : "ignored (no argument matches)");
   }
-  if (sw.never_join && l.role != Role::kHeadless) logf("FAKE_VLLM_NEVER_JOIN: not a headless node, nothing to do");
+  if (sw.faults.never_join && l.role != Role::kHeadless) {
+    logf("FAKE_VLLM_NEVER_JOIN: not a headless node, nothing to do");
+  }
 }
 
 // Trades the reserved socket for the listening one and serves until the
@@ -78,7 +80,7 @@ void log_started(const Config& cfg, int port, const std::string& record_path) {
   logf("Starting vLLM API server on http://%s:%d", cfg.host.c_str(), port);
   logf("Application startup complete.");
   std::thread([&engine, ready_at] {
-    fault_loop(engine.cfg().switches, ApiFaults{[&engine] { engine.hang(); }, [&engine] { engine.stall(); }},
+    fault_loop(engine.cfg().switches.faults, ApiFaults{[&engine] { engine.hang(); }, [&engine] { engine.stall(); }},
                ready_at);
   }).detach();
   svr.listen_after_bind();
@@ -88,8 +90,7 @@ void log_started(const Config& cfg, int port, const std::string& record_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  ixfake::set_log_tag("vllm");
+  ixfake::start_program("vllm");
   Config cfg = parse_config(argc, argv);
   set_stop_delay(cfg.switches.stop_delay_s);
   if (!is_directory(cfg.switches.record_dir)) {
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
   std::string record_path = write_record(cfg.switches.record_dir, cfg.argv);
   log_started(cfg, port, record_path);
   if (role == Role::kHeadless) run_headless(cfg);
-  load_model(cfg.switches);
+  load_model(cfg.switches.faults);
   if (role == Role::kHead) wait_for_nodes();
   serve(cfg, reservation_fd, port);
 }

@@ -291,8 +291,7 @@ void signal_loop() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::signal(SIGPIPE, SIG_IGN);
-  ixfake::set_log_tag("vllm-router");
+  ixfake::start_program("vllm-router");
   Config cfg = parse_config(argc, argv);
   sigset_t set = ixfake::handled_signals();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);

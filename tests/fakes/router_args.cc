@@ -32,8 +32,7 @@ constexpr const char* kUsageTail =
     "\n\nUsage: vllm-router [OPTIONS]\n\nFor more information, try '--help'.\n";
 
 [[noreturn]] void clap_error(const std::string& message) {
-  std::fprintf(stderr, "%s%s", message.c_str(), kUsageTail);
-  std::exit(2);
+  usage_exit("%s%s", message.c_str(), kUsageTail);
 }
 
 void print_help() {
@@ -70,8 +69,7 @@ std::optional<double> env_seconds(const char* name) {
   if (v == nullptr) return std::nullopt;
   auto s = parse_seconds(v);
   if (!s) {
-    std::fprintf(stderr, "vllm-router (fake): %s='%s': expected seconds (a number >= 0)\n", name, v);
-    std::exit(2);
+    usage_exit("vllm-router (fake): %s='%s': expected seconds (a number >= 0)\n", name, v);
   }
   return s;
 }
@@ -98,9 +96,7 @@ Config parse_config(int argc, char** argv) {
                  "consistent_hash]");
     }
     if (*p != "consistent_hash") {
-      std::fprintf(stderr, "error: the fake vllm-router implements only --policy consistent_hash, not '%s'\n",
-                   p->c_str());
-      std::exit(2);
+      usage_exit("error: the fake vllm-router implements only --policy consistent_hash, not '%s'\n", p->c_str());
     }
   }
   cfg.intra_dp = int_option(args, "--intra-node-data-parallel-size", "INTRA_NODE_DATA_PARALLEL_SIZE", 1, 1024, 1);

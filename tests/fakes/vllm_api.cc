@@ -76,16 +76,16 @@ Engine::Engine(Config cfg)
 void Engine::hang() { hold_.store("hang (FAKE_VLLM_HANG_AFTER_S)"); }
 
 void Engine::stall() {
-  const Switches& sw = cfg_.switches;
-  std::vector<int> ranks = stalled_ranks(sw.stall_rank, served());
+  const Faults& faults = cfg_.switches.faults;
+  std::vector<int> ranks = stalled_ranks(faults.stall_rank, served());
   if (ranks.empty()) {
     logf("fault FAKE_VLLM_STALL_AFTER_S: data-parallel rank %d is not served here; nothing stalls here",
-         sw.stall_rank.value_or(-1));
+         faults.stall_rank.value_or(-1));
     return;
   }
   // uvicorn serves /health, /metrics and every stream from one event loop:
   // while it is wedged, no rank's tokens go out and no request is answered.
-  if (sw.stall_metrics) ranks = served();
+  if (faults.stall_metrics) ranks = served();
   std::string names;
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -94,7 +94,7 @@ void Engine::stall() {
       names += (names.empty() ? "" : ",") + std::to_string(r);
     }
   }
-  if (sw.stall_metrics) {
+  if (faults.stall_metrics) {
     hold_.store("wedged API server (FAKE_VLLM_STALL_METRICS)");
     logf("fault FAKE_VLLM_STALL_AFTER_S with FAKE_VLLM_STALL_METRICS: the API server's event loop is wedged: no "
          "tokens on data-parallel ranks [%s], every request (/health and /metrics too) is held; the process and "

@@ -18,11 +18,7 @@ namespace {
 constexpr const char* kHelpLine = "usage: vllm serve MODEL [flags...]   (fake vLLM for tests; see tests/fakes/README.md)\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr,
-               "usage: vllm serve [model_tag] [options]\n"
-               "vllm serve: error: %s\n",
-               message.c_str());
-  std::exit(2);
+  usage_exit("usage: vllm serve [model_tag] [options]\nvllm serve: error: %s\n", message.c_str());
 }
 
 // The single value of a flag, or nullopt when absent; a flag given without
@@ -61,8 +57,7 @@ void handle_subcommand(int argc, char** argv) {
     std::exit(0);
   }
   if (argc < 2 || std::strcmp(argv[1], "serve") != 0) {
-    std::fprintf(stderr, "usage: vllm serve MODEL [flags...]\nvllm (fake): only the 'serve' subcommand exists\n");
-    std::exit(2);
+    usage_exit("usage: vllm serve MODEL [flags...]\nvllm (fake): only the 'serve' subcommand exists\n");
   }
   if (std::any_of(argv + 2, argv + argc, [](const char* a) { return std::strcmp(a, "--help") == 0; })) {
     std::printf("%s", kHelpLine);

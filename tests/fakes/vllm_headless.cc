@@ -94,7 +94,7 @@ void run_headless(const Config& cfg) {
   const std::string name = strprintf("%s:%d (%s)", l.join_host.c_str(), l.join_port, l.join_flags.c_str());
   logf("Launching %zu data parallel engine(s) in headless mode (%s), with head node address %s",
        l.local_ranks.size(), describe_layout(l).c_str(), name.c_str());
-  if (sw.never_join) {
+  if (sw.faults.never_join) {
     logf("fault FAKE_VLLM_NEVER_JOIN: this node never connects to the head node at %s", name.c_str());
     hold_forever();
   }
@@ -105,11 +105,11 @@ void run_headless(const Config& cfg) {
   set_shutdown_hook(tell_head);
   logf("joined the head node at %s from %s", name.c_str(), local_name(link->fd()).c_str());
   std::thread(watch_head, link, name).detach();
-  load_model(sw);
+  load_model(sw.faults);
   log_kv_cache_size(cfg.kv.gpu_tokens(), cfg.max_model_len);
   link->send_line(kReady);
   logf("engines loaded; told the head node READY");
-  fault_loop(sw, ApiFaults{}, now_s());  // no API here to hang or stall
+  fault_loop(sw.faults, ApiFaults{}, now_s());  // no API here to hang or stall
   hold_forever();
 }
 

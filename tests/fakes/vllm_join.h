@@ -25,10 +25,8 @@ struct Hello {
   int dp_size = 1;
   int start_rank = 0;
   int local = 0;
-  int nnodes = 1;
-  int node_rank = 0;
-  int tp = 1;
-  int pp = 1;
+  int nnodes = 1, node_rank = 0;
+  int tp = 1, pp = 1;  // tensor- and pipeline-parallel sizes
   long pid = 0;
 };
 

@@ -8,46 +8,21 @@ namespace ixfake::vllm {
 namespace {
 
 Layout DpHead(int size, int local) {
-  Layout l;
-  l.role = Role::kHead;
-  l.span = Span::kDataParallel;
-  l.dp_size = size;
-  for (int r = 0; r < local; ++r) l.local_ranks.push_back(r);
-  for (int r = 0; r < size; ++r) l.served_ranks.push_back(r);
-  return l;
+  return Layout{.role = Role::kHead, .span = Span::kDataParallel, .dp_size = size,
+                .local_ranks = rank_block(0, local), .served_ranks = rank_block(0, size)};
 }
 
 Layout NodeHead(int nnodes, int tp, int pp) {
-  Layout l;
-  l.role = Role::kHead;
-  l.span = Span::kNodes;
-  l.nnodes = nnodes;
-  l.tp = tp;
-  l.pp = pp;
-  l.local_ranks = {0};
-  l.served_ranks = {0};
-  return l;
+  return Layout{.role = Role::kHead, .span = Span::kNodes, .nnodes = nnodes, .tp = tp, .pp = pp,
+                .local_ranks = {0}, .served_ranks = {0}};
 }
 
 Hello DpHello(int size, int start, int local) {
-  Hello h;
-  h.span = Span::kDataParallel;
-  h.dp_size = size;
-  h.start_rank = start;
-  h.local = local;
-  h.pid = 42;
-  return h;
+  return Hello{.span = Span::kDataParallel, .dp_size = size, .start_rank = start, .local = local, .pid = 42};
 }
 
 Hello NodeHello(int nnodes, int rank, int tp, int pp) {
-  Hello h;
-  h.span = Span::kNodes;
-  h.nnodes = nnodes;
-  h.node_rank = rank;
-  h.tp = tp;
-  h.pp = pp;
-  h.pid = 7;
-  return h;
+  return Hello{.span = Span::kNodes, .nnodes = nnodes, .node_rank = rank, .tp = tp, .pp = pp, .pid = 7};
 }
 
 TEST(VllmJoin, HelloLinesAreTheDocumentedBytes) {

@@ -1,15 +1,13 @@
 #include "vllm_layout.h"
 
+#include <algorithm>
+#include <numeric>
+
+#include "core/node/topology.h"
 #include "fake_common.h"
 
 namespace ixfake::vllm {
 namespace {
-
-std::vector<int> range(int first, int count) {
-  std::vector<int> out;
-  for (int r = first; r < first + count; ++r) out.push_back(r);
-  return out;
-}
 
 void set_single(Layout& out, std::vector<int> ranks) {
   out.role = Role::kSingle;
@@ -56,7 +54,7 @@ std::string plan_data_parallel(const LayoutFlags& f, std::optional<int> local, s
   const int n = f.dp_size;
   if (!local && !start && !f.headless) {
     if (f.hybrid_lb) return "data_parallel_size_local must be set to use data_parallel_hybrid_lb.";
-    set_single(out, range(0, n));
+    set_single(out, rank_block(0, n));
     return {};
   }
   const int first = start.value_or(0);
@@ -77,19 +75,19 @@ std::string plan_data_parallel(const LayoutFlags& f, std::optional<int> local, s
                        count, n);
     }
     out.role = Role::kHeadless;
-    out.local_ranks = range(first, count);
+    out.local_ranks = rank_block(first, count);
     set_dp_join(f, out);
     return {};
   }
   if (first > 0 || f.hybrid_lb || count == n) {
     // Hybrid load balancing (a start rank on a node with its own API), or
     // every rank here: no other node to wait for.
-    set_single(out, range(first, count));
+    set_single(out, rank_block(first, count));
     return {};
   }
   out.role = Role::kHead;
-  out.local_ranks = range(0, count);
-  out.served_ranks = range(0, n);
+  out.local_ranks = rank_block(0, count);
+  out.served_ranks = rank_block(0, n);
   set_dp_join(f, out);
   return {};
 }
@@ -152,18 +150,13 @@ std::string plan_layout(const LayoutFlags& f, Layout& out) {
   return plan_data_parallel(f, f.dp_size_local, f.dp_start_rank, f.dp_start_rank.has_value(), out);
 }
 
-std::string rank_ranges(const std::vector<int>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
+std::vector<int> rank_block(int first, int count) {
+  std::vector<int> out(static_cast<std::size_t>(std::max(count, 0)));
+  std::iota(out.begin(), out.end(), first);
   return out;
 }
+
+std::string rank_ranges(const std::vector<int>& ranks) { return ix::FormatIdList(ranks); }
 
 std::string describe_layout(const Layout& l) {
   if (l.span == Span::kNodes) {

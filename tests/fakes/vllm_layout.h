@@ -57,10 +57,8 @@ struct Layout {
   Role role = Role::kSingle;
   Span span = Span::kNone;
   int dp_size = 1;
-  int nnodes = 1;
-  int node_rank = 0;
-  int tp = 1;
-  int pp = 1;
+  int nnodes = 1, node_rank = 0;  // span kNodes: this node of how many
+  int tp = 1, pp = 1;             // tensor- and pipeline-parallel sizes
   std::vector<int> local_ranks;   // one EngineCore_DP<r> each, on this node
   std::vector<int> served_ranks;  // the ranks the API answers for (the head: all of them)
   std::string join_host;          // the head binds it, a headless node connects to it
@@ -72,7 +70,11 @@ struct Layout {
 // text after "vllm serve: error: "), empty on success.
 std::string plan_layout(const LayoutFlags& flags, Layout& out);
 
-// "8-15" for 8..15, "3" for one, "1,4-5" for gaps; ranks must be sorted.
+// first..first+count-1 (none when count <= 0): a node's block of ranks.
+std::vector<int> rank_block(int first, int count);
+
+// "8-15" for 8..15, "3" for one, "1,4-5" for gaps (the project's id lists,
+// ix::FormatIdList); ranks must be sorted.
 std::string rank_ranges(const std::vector<int>& ranks);
 
 // "data-parallel ranks 8-15 of 16" / "node rank 1 of 2": what this process is

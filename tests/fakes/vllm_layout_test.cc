@@ -8,12 +8,6 @@
 namespace ixfake::vllm {
 namespace {
 
-std::vector<int> Range(int first, int count) {
-  std::vector<int> out;
-  for (int r = first; r < first + count; ++r) out.push_back(r);
-  return out;
-}
-
 // The layout of `flags`; fails the test when they are refused.
 Layout Plan(const LayoutFlags& flags) {
   Layout l;
@@ -41,8 +35,8 @@ TEST(VllmLayout, OneNodeIsTheWholeEngine) {
   Layout l = Plan(Dp(4, std::nullopt, std::nullopt, false));
   EXPECT_EQ(l.role, Role::kSingle);
   EXPECT_EQ(l.span, Span::kNone);
-  EXPECT_EQ(l.local_ranks, Range(0, 4));
-  EXPECT_EQ(l.served_ranks, Range(0, 4));
+  EXPECT_EQ(l.local_ranks, rank_block(0, 4));
+  EXPECT_EQ(l.served_ranks, rank_block(0, 4));
   EXPECT_EQ(Plan(Dp(8, 8, std::nullopt, false)).role, Role::kSingle);
 }
 
@@ -53,8 +47,8 @@ TEST(VllmLayout, DataParallelHeadAndHeadlessNodes) {
   Layout h = Plan(head);
   EXPECT_EQ(h.role, Role::kHead);
   EXPECT_EQ(h.span, Span::kDataParallel);
-  EXPECT_EQ(h.local_ranks, Range(0, 8));
-  EXPECT_EQ(h.served_ranks, Range(0, 16));  // the head answers for every rank
+  EXPECT_EQ(h.local_ranks, rank_block(0, 8));
+  EXPECT_EQ(h.served_ranks, rank_block(0, 16));  // the head answers for every rank
   EXPECT_EQ(h.join_host, "10.0.0.1");
   EXPECT_EQ(h.join_port, 13345);
 
@@ -63,7 +57,7 @@ TEST(VllmLayout, DataParallelHeadAndHeadlessNodes) {
   node.headless = true;
   Layout n = Plan(node);
   EXPECT_EQ(n.role, Role::kHeadless);
-  EXPECT_EQ(n.local_ranks, Range(8, 8));
+  EXPECT_EQ(n.local_ranks, rank_block(8, 8));
   EXPECT_TRUE(n.served_ranks.empty());
   EXPECT_EQ(n.join_host, "10.0.0.1");
   EXPECT_EQ(n.join_port, 13345);
@@ -90,16 +84,16 @@ TEST(VllmLayout, HeadWithoutEnginesAndAHeadlessNodeWithAllOfThem) {
   Layout h = Plan(Dp(4, 0, std::nullopt, false));  // vLLM's docs: the API server alone on node 0
   EXPECT_EQ(h.role, Role::kHead);
   EXPECT_TRUE(h.local_ranks.empty());
-  EXPECT_EQ(h.served_ranks, Range(0, 4));
+  EXPECT_EQ(h.served_ranks, rank_block(0, 4));
   Layout n = Plan(Dp(4, 4, std::nullopt, true));
   EXPECT_EQ(n.role, Role::kHeadless);
-  EXPECT_EQ(n.local_ranks, Range(0, 4));
+  EXPECT_EQ(n.local_ranks, rank_block(0, 4));
 }
 
 TEST(VllmLayout, HybridAndExternalRanksStayAlone) {
   Layout hybrid = Plan(Dp(8, 2, 4, false));  // a start rank on a node with its own API
   EXPECT_EQ(hybrid.role, Role::kSingle);
-  EXPECT_EQ(hybrid.local_ranks, Range(4, 2));
+  EXPECT_EQ(hybrid.local_ranks, rank_block(4, 2));
   LayoutFlags ext = Dp(4, std::nullopt, std::nullopt, false);
   ext.dp_rank = 2;
   Layout e = Plan(ext);
@@ -137,12 +131,12 @@ TEST(VllmLayout, DataParallelRanksInferredFromTheNodeRank) {
   Layout n = Plan(f);
   EXPECT_EQ(n.role, Role::kHeadless);
   EXPECT_EQ(n.span, Span::kDataParallel);
-  EXPECT_EQ(n.local_ranks, Range(8, 8));
+  EXPECT_EQ(n.local_ranks, rank_block(8, 8));
   f.node_rank = 0;
   f.headless = false;
   Layout h = Plan(f);
   EXPECT_EQ(h.role, Role::kHead);
-  EXPECT_EQ(h.local_ranks, Range(0, 8));
+  EXPECT_EQ(h.local_ranks, rank_block(0, 8));
 }
 
 TEST(VllmLayout, InconsistentCombinationsAreRefused) {
@@ -188,10 +182,15 @@ TEST(VllmLayout, InconsistentNodeFlagsAreRefused) {
   EXPECT_NE(Error(spanning).find("not emulated"), std::string::npos);
 }
 
+TEST(VllmLayout, RankBlock) {
+  EXPECT_EQ(rank_block(8, 3), (std::vector<int>{8, 9, 10}));
+  EXPECT_TRUE(rank_block(4, 0).empty());
+}
+
 TEST(VllmLayout, RankRanges) {
   EXPECT_EQ(rank_ranges({}), "");
   EXPECT_EQ(rank_ranges({3}), "3");
-  EXPECT_EQ(rank_ranges(Range(8, 8)), "8-15");
+  EXPECT_EQ(rank_ranges(rank_block(8, 8)), "8-15");
   EXPECT_EQ(rank_ranges({1, 4, 5, 7}), "1,4-5,7");
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fake_common.h"
+#include "node_agent/prometheus_text.h"
 
 namespace ixfake::vllm {
 namespace {
@@ -12,7 +13,7 @@ namespace {
 class MetricsText {
  public:
   MetricsText(const std::map<int, RankStats>& stats, const std::string& model_name)
-      : stats_(stats), model_(prom_escape(model_name)) {}
+      : stats_(stats), model_(ix::EscapeLabelValue(model_name)) {}
 
   std::string labels(int rank, const std::string& extra = "") const {
     return strprintf("{engine=\"%d\",model_name=\"%s\"%s}", rank, model_.c_str(), extra.c_str());

@@ -13,8 +13,7 @@ namespace ixfake::vllm {
 namespace {
 
 [[noreturn]] void env_error(const char* name, const std::string& value, const char* expected) {
-  std::fprintf(stderr, "vllm (fake): %s='%s': expected %s\n", name, value.c_str(), expected);
-  std::exit(2);
+  usage_exit("vllm (fake): %s='%s': expected %s\n", name, value.c_str(), expected);
 }
 
 std::optional<std::string> env(const char* name) {
@@ -88,6 +87,28 @@ bool env_flag(const char* name) {
   return *v == "1";
 }
 
+// The fault switches, in the order a malformed one is reported.
+Faults parse_faults(const std::vector<int>& local_ranks, int dp_size) {
+  const Faults f{.start_delay_s = env_seconds("FAKE_VLLM_START_DELAY_S").value_or(Faults{}.start_delay_s),
+                 .never_ready = env_flag("FAKE_VLLM_NEVER_READY"),
+                 .never_join = env_flag("FAKE_VLLM_NEVER_JOIN"),
+                 .crash_engine_after_s = env_seconds("FAKE_VLLM_CRASH_ENGINE_AFTER_S"),
+                 .exit0_after_s = env_seconds("FAKE_VLLM_EXIT0_AFTER_S"),
+                 .hang_after_s = env_seconds("FAKE_VLLM_HANG_AFTER_S"),
+                 .crash_rank = crash_rank_switch(local_ranks, dp_size),
+                 .stall_after_s = env_seconds("FAKE_VLLM_STALL_AFTER_S"),
+                 .stall_rank = env_rank("FAKE_VLLM_STALL_RANK", dp_size),
+                 .stall_metrics = env_flag("FAKE_VLLM_STALL_METRICS")};
+  // Alone they would stall nothing: a test that sets one expects a stall.
+  if (f.stall_rank && !f.stall_after_s) {
+    env_error("FAKE_VLLM_STALL_RANK", *env("FAKE_VLLM_STALL_RANK"), "FAKE_VLLM_STALL_AFTER_S to be set too");
+  }
+  if (f.stall_metrics && !f.stall_after_s) {
+    env_error("FAKE_VLLM_STALL_METRICS", "1", "FAKE_VLLM_STALL_AFTER_S to be set too");
+  }
+  return f;
+}
+
 }  // namespace
 
 Switches parse_switches(const std::vector<std::string>& argv, const std::vector<int>& local_ranks, int dp_size) {
@@ -98,33 +119,8 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
     sw.faults_active = argv_matches(argv, *only);
   }
   // Parse every switch even when inactive, so a typo is an error either way.
-  auto delay = env_seconds("FAKE_VLLM_START_DELAY_S");
-  bool never = env_flag("FAKE_VLLM_NEVER_READY");
-  bool never_join = env_flag("FAKE_VLLM_NEVER_JOIN");
-  auto crash = env_seconds("FAKE_VLLM_CRASH_ENGINE_AFTER_S");
-  auto exit0 = env_seconds("FAKE_VLLM_EXIT0_AFTER_S");
-  auto hang = env_seconds("FAKE_VLLM_HANG_AFTER_S");
-  int crash_rank = crash_rank_switch(local_ranks, dp_size);
-  auto stall = env_seconds("FAKE_VLLM_STALL_AFTER_S");
-  auto stall_rank = env_rank("FAKE_VLLM_STALL_RANK", dp_size);
-  bool stall_metrics = env_flag("FAKE_VLLM_STALL_METRICS");
-  // Alone they would stall nothing: a test that sets one expects a stall.
-  if (stall_rank && !stall) {
-    env_error("FAKE_VLLM_STALL_RANK", *env("FAKE_VLLM_STALL_RANK"), "FAKE_VLLM_STALL_AFTER_S to be set too");
-  }
-  if (stall_metrics && !stall) env_error("FAKE_VLLM_STALL_METRICS", "1", "FAKE_VLLM_STALL_AFTER_S to be set too");
-  if (sw.faults_active) {
-    if (delay) sw.start_delay_s = *delay;
-    sw.never_ready = never;
-    sw.never_join = never_join;
-    sw.crash_engine_after_s = crash;
-    sw.crash_rank = crash_rank;
-    sw.exit0_after_s = exit0;
-    sw.hang_after_s = hang;
-    sw.stall_after_s = stall;
-    sw.stall_rank = stall_rank;
-    sw.stall_metrics = stall_metrics;
-  }
+  const Faults faults = parse_faults(local_ranks, dp_size);
+  if (sw.faults_active) sw.faults = faults;
   sw.token_delay_s = env_ms("FAKE_VLLM_TOKEN_DELAY_MS");
   sw.token_delay_per_seq_s = env_ms("FAKE_VLLM_TOKEN_DELAY_PER_SEQ_MS");
   sw.prefill_s_per_1k = env_ms("FAKE_VLLM_PREFILL_MS_PER_1K");
@@ -136,13 +132,13 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
   return sw;
 }
 
-void load_model(const Switches& sw) {
-  if (sw.never_ready) {
+void load_model(const Faults& faults) {
+  if (faults.never_ready) {
     logf("fault FAKE_VLLM_NEVER_READY: the engines never finish loading");
     hold_forever();
   }
-  logf("waiting for engine cores to load the model (%.3f s)", sw.start_delay_s);
-  sleep_s(sw.start_delay_s);
+  logf("waiting for engine cores to load the model (%.3f s)", faults.start_delay_s);
+  sleep_s(faults.start_delay_s);
 }
 
 std::vector<int> stalled_ranks(const std::optional<int>& stall_rank, const std::vector<int>& served) {
@@ -151,26 +147,26 @@ std::vector<int> stalled_ranks(const std::optional<int>& stall_rank, const std::
   return {*stall_rank};
 }
 
-void fault_loop(const Switches& sw, const ApiFaults& api, double ready_at) {
+void fault_loop(const Faults& faults, const ApiFaults& api, double ready_at) {
   enum class Kind { kCrash, kExit0, kHang, kStall };
   struct Event {
     double at;
     Kind kind;
   };
   std::vector<Event> events;
-  if (sw.crash_engine_after_s) events.push_back({ready_at + *sw.crash_engine_after_s, Kind::kCrash});
-  if (sw.exit0_after_s) events.push_back({ready_at + *sw.exit0_after_s, Kind::kExit0});
-  if (sw.hang_after_s) events.push_back({ready_at + *sw.hang_after_s, Kind::kHang});
-  if (sw.stall_after_s) events.push_back({ready_at + *sw.stall_after_s, Kind::kStall});
+  if (faults.crash_engine_after_s) events.push_back({ready_at + *faults.crash_engine_after_s, Kind::kCrash});
+  if (faults.exit0_after_s) events.push_back({ready_at + *faults.exit0_after_s, Kind::kExit0});
+  if (faults.hang_after_s) events.push_back({ready_at + *faults.hang_after_s, Kind::kHang});
+  if (faults.stall_after_s) events.push_back({ready_at + *faults.stall_after_s, Kind::kStall});
   std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.at < b.at; });
   for (const auto& e : events) {
     sleep_s(e.at - now_s());
     switch (e.kind) {
       case Kind::kCrash:
-        if (sw.crash_rank < 0) {
+        if (faults.crash_rank < 0) {
           logf("fault FAKE_VLLM_CRASH_ENGINE_AFTER_S: the rank to crash is not on this node; nothing crashes here");
         } else {
-          crash_engine_core(sw.crash_rank);
+          crash_engine_core(faults.crash_rank);
         }
         break;
       case Kind::kExit0: shutdown_and_exit(0, "fault FAKE_VLLM_EXIT0_AFTER_S: API server exits with status 0");

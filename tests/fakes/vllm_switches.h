@@ -10,24 +10,29 @@
 
 namespace ixfake::vllm {
 
+// The fault switches: what goes wrong, and when after ready.
+struct Faults {
+  double start_delay_s = 0.05;     // FAKE_VLLM_START_DELAY_S: the model load
+  bool never_ready = false;
+  bool never_join = false;         // a headless node never connects to its head
+  std::optional<double> crash_engine_after_s;
+  std::optional<double> exit0_after_s;
+  std::optional<double> hang_after_s;
+  int crash_rank = -1;             // a local rank; -1: none on this node
+  std::optional<double> stall_after_s;  // FAKE_VLLM_STALL_AFTER_S: token generation stops
+  std::optional<int> stall_rank;        // FAKE_VLLM_STALL_RANK: a global rank; nullopt: every rank
+  bool stall_metrics = false;           // FAKE_VLLM_STALL_METRICS: the API server's event loop wedges too
+};
+
 // The switches as they apply to this process. Every variable is parsed even
 // when FAKE_VLLM_FAULT_ONLY_IF_ARG turns the faults off, so a typo is an
-// error either way; when faults_active is false the fault fields keep their
-// defaults (the ones after token_delay_s always apply).
+// error either way; when faults_active is false `faults` keeps its defaults
+// (the fields after it always apply).
 struct Switches {
   std::string record_dir = ".";    // FAKE_VLLM_RECORD_DIR
   std::string fault_only_if_arg;   // FAKE_VLLM_FAULT_ONLY_IF_ARG ("" when unset)
   bool faults_active = true;
-  double start_delay_s = 0.05;
-  bool never_ready = false;
-  bool never_join = false;         // a headless node never connects to its head
-  std::optional<double> crash_engine_after_s;
-  int crash_rank = -1;             // a local rank once faults_active; -1: none on this node
-  std::optional<double> exit0_after_s;
-  std::optional<double> hang_after_s;
-  std::optional<double> stall_after_s;  // FAKE_VLLM_STALL_AFTER_S: token generation stops
-  std::optional<int> stall_rank;        // FAKE_VLLM_STALL_RANK: a global rank; nullopt: every rank
-  bool stall_metrics = false;           // FAKE_VLLM_STALL_METRICS: the API server's event loop wedges too
+  Faults faults;
   double token_delay_s = 0;        // not a fault: per generated token (vllm_latency.h)
   double token_delay_per_seq_s = 0;  // not a fault: added per other sequence on the rank
   double prefill_s_per_1k = 0;     // not a fault: per 1000 prompt tokens
@@ -49,7 +54,7 @@ Switches parse_switches(const std::vector<std::string>& argv, const std::vector<
 
 // The "model load": sleeps FAKE_VLLM_START_DELAY_S, or forever with
 // FAKE_VLLM_NEVER_READY (the caller never becomes ready).
-void load_model(const Switches& sw);
+void load_model(const Faults& faults);
 
 // The ranks a stall stops among those this process serves: stall_rank if it
 // is one of them (none otherwise: another process or node serves it), else
@@ -66,7 +71,7 @@ struct ApiFaults {
 // Sleeps until each timed fault is due (ready_at + its delay, in order) and
 // fires it: crash an EngineCore, exit 0, or ask the API to hang or stall.
 // Runs in its own thread; returns when none is left.
-void fault_loop(const Switches& sw, const ApiFaults& api, double ready_at);
+void fault_loop(const Faults& faults, const ApiFaults& api, double ready_at);
 
 // What a fault does to a thread that must never answer again: sleeps until
 // the process ends (a signal's shutdown_and_exit), forever.

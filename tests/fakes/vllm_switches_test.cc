@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace ixfake::vllm {
@@ -28,42 +30,34 @@ class VllmSwitches : public testing::Test {
   }
 };
 
-TEST_F(VllmSwitches, NoStallByDefault) {
-  const Switches sw = Parse();
-  EXPECT_FALSE(sw.stall_after_s);
-  EXPECT_FALSE(sw.stall_rank);
-  EXPECT_FALSE(sw.stall_metrics);
+// The stall switches as one value, to compare whole: after, rank, metrics.
+using Stall = std::tuple<std::optional<double>, std::optional<int>, bool>;
+Stall StallOf(const Switches& sw) {
+  return {sw.faults.stall_after_s, sw.faults.stall_rank, sw.faults.stall_metrics};
 }
+const Stall kNoStall{std::nullopt, std::nullopt, false};
+
+TEST_F(VllmSwitches, NoStallByDefault) { EXPECT_EQ(StallOf(Parse()), kNoStall); }
 
 TEST_F(VllmSwitches, StallOfOneRankWithoutMetrics) {
   Set("FAKE_VLLM_STALL_AFTER_S", "2.5");
   Set("FAKE_VLLM_STALL_RANK", "1");
   Set("FAKE_VLLM_STALL_METRICS", "0");
-  const Switches sw = Parse();
-  EXPECT_EQ(sw.stall_after_s, 2.5);
-  EXPECT_EQ(sw.stall_rank, 1);
-  EXPECT_FALSE(sw.stall_metrics);
+  EXPECT_EQ(StallOf(Parse()), Stall(2.5, 1, false));
 }
 
 TEST_F(VllmSwitches, StallOfEveryRankWithAWedgedApiServer) {
   Set("FAKE_VLLM_STALL_AFTER_S", "0");
   Set("FAKE_VLLM_STALL_METRICS", "1");
-  const Switches sw = Parse();
-  EXPECT_EQ(sw.stall_after_s, 0.0);
-  EXPECT_FALSE(sw.stall_rank);
-  EXPECT_TRUE(sw.stall_metrics);
+  EXPECT_EQ(StallOf(Parse()), Stall(0.0, std::nullopt, true));
 }
 
 TEST_F(VllmSwitches, StallAppliesOnlyWhereTheFaultArgumentMatches) {
   Set("FAKE_VLLM_STALL_AFTER_S", "1");
   Set("FAKE_VLLM_STALL_RANK", "0");
   Set("FAKE_VLLM_FAULT_ONLY_IF_ARG", "--data-parallel-rank=1");
-  const Switches off = Parse({"vllm", "serve", "/m", "--data-parallel-rank", "0"});
-  EXPECT_FALSE(off.stall_after_s);
-  EXPECT_FALSE(off.stall_rank);
-  const Switches on = Parse({"vllm", "serve", "/m", "--data-parallel-rank", "1"});
-  EXPECT_EQ(on.stall_after_s, 1.0);
-  EXPECT_EQ(on.stall_rank, 0);
+  EXPECT_EQ(StallOf(Parse({"vllm", "serve", "/m", "--data-parallel-rank", "0"})), kNoStall);
+  EXPECT_EQ(StallOf(Parse({"vllm", "serve", "/m", "--data-parallel-rank", "1"})), Stall(1.0, 0, false));
 }
 
 TEST_F(VllmSwitches, MalformedStallSwitchesExit2NamingThem) {
@@ -95,7 +89,7 @@ TEST_F(VllmSwitches, RankOrMetricsWithoutAStallTimeExit2) {
   EXPECT_EXIT(Parse(), testing::ExitedWithCode(2),
               "FAKE_VLLM_STALL_METRICS='1': expected FAKE_VLLM_STALL_AFTER_S to be set too");
   Set("FAKE_VLLM_STALL_METRICS", "0");
-  EXPECT_FALSE(Parse().stall_metrics);
+  EXPECT_FALSE(Parse().faults.stall_metrics);
 }
 
 TEST(VllmStalledRanks, EveryServedRankOrTheNamedOneIfServedHere) {
