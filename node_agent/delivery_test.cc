@@ -45,30 +45,21 @@ class FakeCollector {
   std::atomic<int> requests{0};
 
   FakeCollector() {
-    // As TestServer does: SO_REUSEADDR again, and TCP_NODELAY so answers on
-    // kept-alive connections go out at once.
-    server_.set_socket_options([](socket_t sock) {
-      int one = 1;
-      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    });
-    server_.Post("/v1/events", [this](const httplib::Request& req, httplib::Response& res) { Events(req, res); });
-    server_.Put(R"(/v1/results/([^/]+)/(\d+)/([^/]+))",
-                [this](const httplib::Request& req, httplib::Response& res) { Results(req, res); });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    if (port_ > 0) thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (port_ > 0 && !server_.is_running()) std::this_thread::sleep_for(1ms);
+    http_.server().Post("/v1/events",
+                        [this](const httplib::Request& req, httplib::Response& res) { Events(req, res); });
+    http_.server().Put(R"(/v1/results/([^/]+)/(\d+)/([^/]+))",
+                       [this](const httplib::Request& req, httplib::Response& res) { Results(req, res); });
+    http_.Start();
   }
+  // Releases the hung requests; the server stops after (http_ goes first).
   ~FakeCollector() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       released_ = true;
     }
     cv_.notify_all();
-    server_.stop();
-    if (thread_.joinable()) thread_.join();
   }
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+  std::string Url() const { return http_.Url("/"); }
 
   std::vector<std::string> stored() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -147,9 +138,6 @@ class FakeCollector {
     res.status = 201;
   }
 
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool released_ = false;
@@ -158,6 +146,7 @@ class FakeCollector {
   std::vector<size_t> body_bytes_;
   std::map<std::string, std::string> results_;
   std::map<std::string, std::vector<std::string>> headers_;
+  testing_http::ServerThread http_{"127.0.0.1"};  // last: it stops before the routes' members go
 };
 
 std::string Event(int i, const std::string& more = "") {

@@ -20,13 +20,18 @@ namespace {
 
 using ::ix::test::TempDir;
 
-TEST(EventSocket, BindsWithMode0666AndReceivesBytesAndCredentials) {
-  TempDir dir("ix-evsock");
-  const std::string path = dir.path() + "/agent.sock";
-  Result<EventSocket> sock = EventSocket::Bind(path);
+// A socket's test in a fresh directory: `path_` is where it binds.
+class EventSocketTest : public ::testing::Test {
+ protected:
+  TempDir dir_{"ix-evsock"};
+  const std::string path_ = dir_.path() + "/agent.sock";
+};
+
+TEST_F(EventSocketTest, BindsWithMode0666AndReceivesBytesAndCredentials) {
+  Result<EventSocket> sock = EventSocket::Bind(path_);
   ASSERT_TRUE(sock) << sock.error().message;
   struct stat st{};
-  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  ASSERT_EQ(::lstat(path_.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 07777, 0666u);
   EXPECT_GT(sock.value().rcvbuf_bytes(), 0);
@@ -35,7 +40,7 @@ TEST(EventSocket, BindsWithMode0666AndReceivesBytesAndCredentials) {
   EXPECT_TRUE(::fcntl(sock.value().fd(), F_GETFD) & FD_CLOEXEC);
 
   EXPECT_FALSE(sock.value().Receive().has_value());  // nothing queued: no wait
-  ASSERT_TRUE(SendDatagram(path, R"({"a":1})"));
+  ASSERT_TRUE(SendDatagram(path_, R"({"a":1})"));
   std::optional<ReceivedDatagram> got = sock.value().Receive();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->bytes, R"({"a":1})");
@@ -50,16 +55,14 @@ TEST(EventSocket, BindsWithMode0666AndReceivesBytesAndCredentials) {
   EXPECT_EQ(sock.value().counters().received, 1u);
 }
 
-TEST(EventSocket, PassesOneDescriptorCloseOnExec) {
-  TempDir dir("ix-evsock");
-  const std::string path = dir.path() + "/agent.sock";
-  Result<EventSocket> sock = EventSocket::Bind(path);
+TEST_F(EventSocketTest, PassesOneDescriptorCloseOnExec) {
+  Result<EventSocket> sock = EventSocket::Bind(path_);
   ASSERT_TRUE(sock) << sock.error().message;
-  const std::string file = dir.path() + "/result.txt";
+  const std::string file = dir_.path() + "/result.txt";
   std::ofstream(file) << "payload";
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(fd.valid());
-  ASSERT_TRUE(SendDatagram(path, "{}", fd.get()));
+  ASSERT_TRUE(SendDatagram(path_, "{}", fd.get()));
   std::optional<ReceivedDatagram> got = sock.value().Receive();
   ASSERT_TRUE(got.has_value());
   ASSERT_TRUE(got->fd.valid());
@@ -99,14 +102,12 @@ int CountOpenFds() {
   return n;
 }
 
-TEST(EventSocket, MoreThanOneDescriptorIsFlaggedAndAllAreClosed) {
-  TempDir dir("ix-evsock");
-  const std::string path = dir.path() + "/agent.sock";
-  Result<EventSocket> sock = EventSocket::Bind(path);
+TEST_F(EventSocketTest, MoreThanOneDescriptorIsFlaggedAndAllAreClosed) {
+  Result<EventSocket> sock = EventSocket::Bind(path_);
   ASSERT_TRUE(sock) << sock.error().message;
   UniqueFd a(::open("/dev/null", O_RDONLY | O_CLOEXEC)), b(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   const int before = CountOpenFds();
-  SendWithDescriptors(path, {a.get(), b.get()}, "{}");
+  SendWithDescriptors(path_, {a.get(), b.get()}, "{}");
   std::optional<ReceivedDatagram> got = sock.value().Receive();
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(got->bad_descriptors);
@@ -117,17 +118,15 @@ TEST(EventSocket, MoreThanOneDescriptorIsFlaggedAndAllAreClosed) {
 
   // Far more than the control buffer holds: the kernel cuts, we close.
   std::vector<int> many(40, a.get());
-  SendWithDescriptors(path, many, "{}");
+  SendWithDescriptors(path_, many, "{}");
   got = sock.value().Receive();
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(got->bad_descriptors);
   EXPECT_EQ(CountOpenFds(), before);
 }
 
-TEST(EventSocket, ATooLongDatagramIsFlaggedTruncated) {
-  TempDir dir("ix-evsock");
-  const std::string path = dir.path() + "/agent.sock";
-  Result<EventSocket> sock = EventSocket::Bind(path);
+TEST_F(EventSocketTest, ATooLongDatagramIsFlaggedTruncated) {
+  Result<EventSocket> sock = EventSocket::Bind(path_);
   ASSERT_TRUE(sock) << sock.error().message;
   // The sender's buffer must hold the datagram; one past the limit.
   UniqueFd s(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
@@ -135,7 +134,7 @@ TEST(EventSocket, ATooLongDatagramIsFlaggedTruncated) {
   ::setsockopt(s.get(), SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  std::memcpy(addr.sun_path, path_.c_str(), path_.size());
   for (size_t size : {kMaxEventBytes + 1, kMaxEventBytes + 1000}) {
     const std::string text(size, 'x');
     ASSERT_EQ(::sendto(s.get(), text.data(), text.size(), 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
@@ -155,28 +154,25 @@ TEST(EventSocket, ATooLongDatagramIsFlaggedTruncated) {
   EXPECT_EQ(sock.value().counters().truncated, 2u);
 }
 
-TEST(EventSocket, ReplacesAStaleSocketButNotALiveOne) {
-  TempDir dir("ix-evsock");
-  const std::string path = dir.path() + "/agent.sock";
+TEST_F(EventSocketTest, ReplacesAStaleSocketButNotALiveOne) {
   {
-    Result<EventSocket> first = EventSocket::Bind(path);
+    Result<EventSocket> first = EventSocket::Bind(path_);
     ASSERT_TRUE(first) << first.error().message;
-    Result<EventSocket> second = EventSocket::Bind(path);
+    Result<EventSocket> second = EventSocket::Bind(path_);
     ASSERT_FALSE(second);
     EXPECT_NE(second.error().message.find("another process is bound"), std::string::npos) << second.error().message;
   }
   // The first one is closed; its file is stale now.
-  Result<EventSocket> again = EventSocket::Bind(path);
+  Result<EventSocket> again = EventSocket::Bind(path_);
   ASSERT_TRUE(again) << again.error().message;
-  ASSERT_TRUE(SendDatagram(path, "{}"));
+  ASSERT_TRUE(SendDatagram(path_, "{}"));
   EXPECT_TRUE(again.value().Receive().has_value());
 }
 
-TEST(EventSocket, RefusesToRemoveWhatIsNotASocket) {
-  TempDir dir("ix-evsock");
-  const std::string target = dir.path() + "/precious";
+TEST_F(EventSocketTest, RefusesToRemoveWhatIsNotASocket) {
+  const std::string target = dir_.path() + "/precious";
   std::ofstream(target) << "keep me";
-  const std::string link = dir.path() + "/link.sock";
+  const std::string link = dir_.path() + "/link.sock";
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   Result<EventSocket> viaLink = EventSocket::Bind(link);
   ASSERT_FALSE(viaLink);
@@ -186,7 +182,7 @@ TEST(EventSocket, RefusesToRemoveWhatIsNotASocket) {
   ASSERT_FALSE(overFile);
   EXPECT_NE(overFile.error().message.find("is a regular file"), std::string::npos) << overFile.error().message;
 
-  const std::string sub = dir.path() + "/sub";
+  const std::string sub = dir_.path() + "/sub";
   ASSERT_EQ(::mkdir(sub.c_str(), 0700), 0);
   EXPECT_FALSE(EventSocket::Bind(sub));
 
@@ -198,17 +194,15 @@ TEST(EventSocket, RefusesToRemoveWhatIsNotASocket) {
   EXPECT_FALSE(EventSocket::Bind("/" + std::string(200, 'a')));
 }
 
-TEST(EventSocket, SendDatagramNeverWaits) {
-  TempDir dir("ix-evsock");
-  const std::string path = dir.path() + "/agent.sock";
-  Status none = SendDatagram(path, "{}");
+TEST_F(EventSocketTest, SendDatagramNeverWaits) {
+  Status none = SendDatagram(path_, "{}");
   ASSERT_FALSE(none);  // nobody there
-  EXPECT_NE(none.error().message.find(path), std::string::npos);
-  Result<EventSocket> sock = EventSocket::Bind(path);
+  EXPECT_NE(none.error().message.find(path_), std::string::npos);
+  Result<EventSocket> sock = EventSocket::Bind(path_);
   ASSERT_TRUE(sock) << sock.error().message;
   // Fill the queue without receiving: a send must fail, not block.
   bool failed = false;
-  for (int i = 0; i < 100000 && !failed; ++i) failed = !SendDatagram(path, std::string(1000, 'z'));
+  for (int i = 0; i < 100000 && !failed; ++i) failed = !SendDatagram(path_, std::string(1000, 'z'));
   EXPECT_TRUE(failed);
 }
 

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <string>
-#include <thread>
 
 #include "node_agent/engine_metrics.h"
 #include "tests/support/http_test_server.h"
@@ -28,14 +27,14 @@ constexpr char kBody[] =
 // A stand-in engine: /metrics answers kBody, /down 503, /chunked kBody in
 // chunks, /big more than the fetch's body cap. Listens on `host`; ok() is
 // false when it could not bind (no IPv6 here, say).
-class Engine {
+class Engine : public testing_http::ServerThread {
  public:
-  explicit Engine(const std::string& host = "127.0.0.1") : host_(host) {
-    server_.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+  explicit Engine(const std::string& host = "127.0.0.1") : ServerThread(host) {
+    server().Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(kBody, "text/plain; version=0.0.4");
     });
-    server_.Get("/down", [](const httplib::Request&, httplib::Response& res) { res.status = 503; });
-    server_.Get("/chunked", [](const httplib::Request&, httplib::Response& res) {
+    server().Get("/down", [](const httplib::Request&, httplib::Response& res) { res.status = 503; });
+    server().Get("/chunked", [](const httplib::Request&, httplib::Response& res) {
       res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
         const std::string body = kBody;
         sink.write(body.data(), 10);
@@ -44,30 +43,11 @@ class Engine {
         return true;
       });
     });
-    server_.Get("/big", [](const httplib::Request&, httplib::Response& res) {
+    server().Get("/big", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(std::string(kProbeMaxBody + 1, '#'), "text/plain");
     });
-    port_ = server_.bind_to_any_port(host_);
-    if (port_ <= 0) return;
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(1ms);
+    Start();
   }
-  ~Engine() {
-    if (!thread_.joinable()) return;
-    server_.stop();
-    thread_.join();
-  }
-  bool ok() const { return port_ > 0; }
-  int port() const { return port_; }
-  std::string Url(const std::string& path, const std::string& host = "") const {
-    return "http://" + testing_http::HostPort(host.empty() ? host_ : host, port_) + path;
-  }
-
- private:
-  std::string host_;
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
 };
 
 Result<std::string> FetchOne(const std::string& url, std::chrono::milliseconds timeout = 2000ms) {
@@ -118,10 +98,10 @@ TEST(LoopbackFetch, OnlyLoopbackUrlsAreFetched) {
                           "127.0.0.1:8000/metrics", ""}) {
     EXPECT_FALSE(FetchOne(url).ok()) << url;
   }
-  EXPECT_TRUE(ParseLoopbackUrl("http://127.0.0.1:8000/metrics").ok());
-  EXPECT_TRUE(ParseLoopbackUrl("http://[::1]:8000/metrics").ok());
-  EXPECT_TRUE(ParseLoopbackUrl("http://[0:0:0:0:0:0:0:1]:8000/metrics").ok());
-  EXPECT_TRUE(ParseLoopbackUrl("http://localhost/metrics").ok());
+  for (const char* url : {"http://127.0.0.1:8000/metrics", "http://[::1]:8000/metrics",
+                          "http://[0:0:0:0:0:0:0:1]:8000/metrics", "http://localhost/metrics"}) {
+    EXPECT_TRUE(ParseLoopbackUrl(url).ok()) << url;
+  }
 }
 
 TEST(LoopbackFetch, FailuresSayWhatAndWhere) {

@@ -132,28 +132,34 @@ struct GpuFamily {
   std::optional<std::string> (*value)(const GpuSample&);
 };
 
+// The sample's `field` as a whole number times `scale` (IntOf) or as a
+// number divided by `divisor` (NumOf): the values of kGpuFamilies.
+template <auto field, uint64_t scale = 1>
+std::optional<std::string> IntOf(const GpuSample& g) {
+  return IntIf(g.*field, scale);
+}
+template <auto field, int divisor = 1>
+std::optional<std::string> NumOf(const GpuSample& g) {
+  return NumIf(g.*field, divisor);
+}
+
 const GpuFamily kGpuFamilies[] = {
-    {"ix_gpu_power_watts", "gauge", "Board power draw of the GPU.",
-     [](const GpuSample& g) { return NumIf(g.power_watts); }},
+    {"ix_gpu_power_watts", "gauge", "Board power draw of the GPU.", NumOf<&GpuSample::power_watts>},
     {"ix_gpu_energy_joules_total", "counter", "Energy the GPU used since the driver loaded.",
-     [](const GpuSample& g) { return NumIf(g.energy_joules); }},
-    {"ix_gpu_temperature_celsius", "gauge", "Temperature of the GPU die.",
-     [](const GpuSample& g) { return IntIf(g.temperature_celsius); }},
-    {"ix_gpu_sm_clock_hertz", "gauge", "Current SM clock of the GPU.",
-     [](const GpuSample& g) { return IntIf(g.sm_clock_mhz, 1000000); }},
+     NumOf<&GpuSample::energy_joules>},
+    {"ix_gpu_temperature_celsius", "gauge", "Temperature of the GPU die.", IntOf<&GpuSample::temperature_celsius>},
+    {"ix_gpu_sm_clock_hertz", "gauge", "Current SM clock of the GPU.", IntOf<&GpuSample::sm_clock_mhz, 1000000>},
     {"ix_gpu_memory_clock_hertz", "gauge", "Current memory clock of the GPU.",
-     [](const GpuSample& g) { return IntIf(g.memory_clock_mhz, 1000000); }},
+     IntOf<&GpuSample::memory_clock_mhz, 1000000>},
     {"ix_gpu_utilization_ratio", "gauge", "Fraction of the last sample period a kernel ran on the GPU.",
-     [](const GpuSample& g) { return NumIf(g.gpu_utilization_percent, 100); }},
+     NumOf<&GpuSample::gpu_utilization_percent, 100>},
     {"ix_gpu_memory_utilization_ratio", "gauge",
      "Fraction of the last sample period the GPU memory was read or written.",
-     [](const GpuSample& g) { return NumIf(g.memory_utilization_percent, 100); }},
-    {"ix_gpu_memory_used_bytes", "gauge", "GPU memory in use.",
-     [](const GpuSample& g) { return IntIf(g.memory_used_bytes); }},
-    {"ix_gpu_memory_total_bytes", "gauge", "GPU memory in all.",
-     [](const GpuSample& g) { return IntIf(g.memory_total_bytes); }},
+     NumOf<&GpuSample::memory_utilization_percent, 100>},
+    {"ix_gpu_memory_used_bytes", "gauge", "GPU memory in use.", IntOf<&GpuSample::memory_used_bytes>},
+    {"ix_gpu_memory_total_bytes", "gauge", "GPU memory in all.", IntOf<&GpuSample::memory_total_bytes>},
     {"ix_gpu_xid_events_total", "counter", "Critical Xid events of the GPU seen since the agent began listening.",
-     [](const GpuSample& g) { return IntIf(g.xid_events); }},
+     IntOf<&GpuSample::xid_events>},
 };
 
 void RenderGpus(const GpuSnapshot& snapshot, std::string& out) {
