@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <variant>
 
 #include "core/base/file_text.h"
 
@@ -56,48 +57,79 @@ Status CheckJobs(const SweepManifest& m, const std::string& path) {
 }
 
 
+// ---- the plain fields of sweep.json's objects ---------------------------------------
+
+// One plain field of a T as sweep.json holds it: its JSON name and the
+// member. The tables list them in the order they are written, so the writer
+// and the reader name each field once.
+template <class T>
+struct JsonField {
+  const char* name;
+  std::variant<std::string T::*, int64_t T::*, bool T::*> member;
+};
+
+// The manifest's own fields after "sweep" and "mode".
+const JsonField<SweepManifest> kManifestFields[] = {
+    {"sweep_dir", &SweepManifest::sweep_dir}, {"ixsubmit", &SweepManifest::ixsubmit},
+    {"recipe_dir", &SweepManifest::recipe_dir}, {"fail_fast", &SweepManifest::fail_fast},
+    {"dry_run", &SweepManifest::dry_run}};
+const JsonField<ClientDefaults> kClientDefaultsFields[] = {
+    {"bench_serving_dir", &ClientDefaults::bench_serving_dir}, {"duration", &ClientDefaults::duration}};
+const JsonField<SubmitSettings> kSbatchFields[] = {
+    {"partition", &SubmitSettings::partition}, {"account", &SubmitSettings::account},
+    {"time", &SubmitSettings::time_limit}, {"exclusive", &SubmitSettings::exclusive},
+    {"throttle", &SubmitSettings::throttle}};
+const JsonField<ContainerSettings> kContainerFields[] = {
+    {"enabled", &ContainerSettings::enabled}, {"squash_dir", &ContainerSettings::squash_dir},
+    {"model_dir", &ContainerSettings::model_dir}};
+const JsonField<StreamSettings> kStreamFields[] = {
+    {"agent_socket", &StreamSettings::agent_socket}, {"collector_listen", &StreamSettings::collector_listen},
+    {"collector_url", &StreamSettings::collector_url}, {"token_file", &StreamSettings::token_file},
+    {"node_result_dir", &StreamSettings::node_result_dir}};
+// A job's fields before its "entries".
+const JsonField<PlannedJob> kJobFields[] = {
+    {"key", &PlannedJob::key}, {"bucket", &PlannedJob::bucket}, {"canary", &PlannedJob::canary},
+    {"gpus", &PlannedJob::gpus}, {"nodes", &PlannedJob::nodes}, {"depends_on", &PlannedJob::depends_on}};
+// An entry's fields before the matrix "entry" itself.
+const JsonField<PlannedEntry> kEntryFields[] = {
+    {"index", &PlannedEntry::index}, {"job", &PlannedEntry::job_key}, {"array_index", &PlannedEntry::array_index},
+    {"bucket", &PlannedEntry::bucket}, {"config_key", &PlannedEntry::config_key}, {"recipe", &PlannedEntry::recipe},
+    {"arm", &PlannedEntry::arm}, {"conc", &PlannedEntry::conc}, {"gpus", &PlannedEntry::gpus},
+    {"nodes", &PlannedEntry::nodes}, {"eval_only", &PlannedEntry::eval_only}, {"image", &PlannedEntry::image},
+    {"model_path", &PlannedEntry::model_path}, {"router_version", &PlannedEntry::router_version}};
+
 // ---- writing sweep.json ------------------------------------------------------------
 
 using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
 void String(JsonWriter& w, const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); }
 
-void WriteStream(JsonWriter& w, const StreamSettings& s) {
-  w.Key("stream");
-  w.StartObject();
-  w.Key("agent_socket"); String(w, s.agent_socket);
-  w.Key("collector_listen"); String(w, s.collector_listen);
-  w.Key("collector_url"); String(w, s.collector_url);
-  w.Key("token_file"); String(w, s.token_file);
-  w.Key("node_result_dir"); String(w, s.node_result_dir);
-  w.EndObject();
+// One plain value, by its type.
+void WriteValue(JsonWriter& w, const std::string& s) { String(w, s); }
+void WriteValue(JsonWriter& w, int64_t i) { w.Int64(i); }
+void WriteValue(JsonWriter& w, bool b) { w.Bool(b); }
+
+// Each of `fields` of `obj` as a key and its value, in the table's order.
+template <class T, size_t N>
+void WriteFields(JsonWriter& w, const T& obj, const JsonField<T> (&fields)[N]) {
+  for (const JsonField<T>& f : fields) {
+    w.Key(f.name);
+    std::visit([&](auto member) { WriteValue(w, obj.*member); }, f.member);
+  }
 }
 
-void WriteSettings(JsonWriter& w, const SubmitSettings& s, const ContainerSettings& c) {
-  w.Key("sbatch");
+// `obj` as the object of field `key`, holding exactly `fields`.
+template <class T, size_t N>
+void WriteObject(JsonWriter& w, const char* key, const T& obj, const JsonField<T> (&fields)[N]) {
+  w.Key(key);
   w.StartObject();
-  w.Key("partition"); String(w, s.partition);
-  w.Key("account"); String(w, s.account);
-  w.Key("time"); String(w, s.time_limit);
-  w.Key("exclusive"); w.Bool(s.exclusive);
-  w.Key("throttle"); w.Int64(s.throttle);
-  w.EndObject();
-  w.Key("container");
-  w.StartObject();
-  w.Key("enabled"); w.Bool(c.enabled);
-  w.Key("squash_dir"); String(w, c.squash_dir);
-  w.Key("model_dir"); String(w, c.model_dir);
+  WriteFields(w, obj, fields);
   w.EndObject();
 }
 
 void WriteJob(JsonWriter& w, const PlannedJob& j) {
   w.StartObject();
-  w.Key("key"); String(w, j.key);
-  w.Key("bucket"); String(w, j.bucket);
-  w.Key("canary"); w.Bool(j.canary);
-  w.Key("gpus"); w.Int64(j.gpus);
-  w.Key("nodes"); w.Int64(j.nodes);
-  w.Key("depends_on"); String(w, j.depends_on);
+  WriteFields(w, j, kJobFields);
   w.Key("entries");
   w.StartArray();
   for (int64_t i : j.entries) w.Int64(i);
@@ -107,20 +139,7 @@ void WriteJob(JsonWriter& w, const PlannedJob& j) {
 
 void WriteEntry(JsonWriter& w, const PlannedEntry& e) {
   w.StartObject();
-  w.Key("index"); w.Int64(e.index);
-  w.Key("job"); String(w, e.job_key);
-  w.Key("array_index"); w.Int64(e.array_index);
-  w.Key("bucket"); String(w, e.bucket);
-  w.Key("config_key"); String(w, e.config_key);
-  w.Key("recipe"); String(w, e.recipe);
-  w.Key("arm"); String(w, e.arm);
-  w.Key("conc"); w.Int64(e.conc);
-  w.Key("gpus"); w.Int64(e.gpus);
-  w.Key("nodes"); w.Int64(e.nodes);
-  w.Key("eval_only"); w.Bool(e.eval_only);
-  w.Key("image"); String(w, e.image);
-  w.Key("model_path"); String(w, e.model_path);
-  w.Key("router_version"); String(w, e.router_version);
+  WriteFields(w, e, kEntryFields);
   w.Key("entry"); w.RawValue(e.entry_json.c_str(), e.entry_json.size(), rapidjson::kObjectType);
   w.EndObject();
 }
@@ -146,23 +165,16 @@ std::string ManifestJson(const SweepManifest& m) {
   w.StartObject();
   w.Key("sweep"); String(w, m.sweep_id);
   w.Key("mode"); w.String(SweepModeName(m.plan.mode));
-  w.Key("sweep_dir"); String(w, m.sweep_dir);
-  w.Key("ixsubmit"); String(w, m.ixsubmit);
-  w.Key("recipe_dir"); String(w, m.recipe_dir);
-  w.Key("fail_fast"); w.Bool(m.fail_fast);
-  w.Key("dry_run"); w.Bool(m.dry_run);
+  WriteFields(w, m, kManifestFields);
   w.Key("client");
   w.StartArray();
   for (const auto& a : m.client) String(w, a);
   w.EndArray();
-  w.Key("client_defaults");
-  w.StartObject();
-  w.Key("bench_serving_dir"); String(w, m.client_defaults.bench_serving_dir);
-  w.Key("duration"); w.Int64(m.client_defaults.duration);
-  w.EndObject();
+  WriteObject(w, "client_defaults", m.client_defaults, kClientDefaultsFields);
   w.Key("hang_after"); String(w, m.hang_after);
-  WriteSettings(w, m.settings, m.container);
-  WriteStream(w, m.stream);
+  WriteObject(w, "sbatch", m.settings, kSbatchFields);
+  WriteObject(w, "container", m.container, kContainerFields);
+  WriteObject(w, "stream", m.stream, kStreamFields);
   w.Key("jobs");
   w.StartArray();
   for (const PlannedJob& j : m.plan.jobs) WriteJob(w, j);
@@ -191,16 +203,29 @@ struct Fields {
   std::string Str(const char* k) const { return o.HasMember(k) && o[k].IsString() ? o[k].GetString() : ""; }
   int64_t Int(const char* k) const { return o.HasMember(k) && o[k].IsInt64() ? o[k].GetInt64() : 0; }
   bool Bool(const char* k) const { return o.HasMember(k) && o[k].IsBool() && o[k].GetBool(); }
+  // The same, into a member by its type.
+  void Read(const char* k, std::string& out) const { out = Str(k); }
+  void Read(const char* k, int64_t& out) const { out = Int(k); }
+  void Read(const char* k, bool& out) const { out = Bool(k); }
 };
+
+// Each of `fields` of `obj` from `in`.
+template <class T, size_t N>
+void ReadFields(const Fields& in, T& obj, const JsonField<T> (&fields)[N]) {
+  for (const JsonField<T>& f : fields) std::visit([&](auto member) { in.Read(f.name, obj.*member); }, f.member);
+}
+
+// `fields` of `obj` from the object of field `key` of `d`; without one
+// (written before that object existed) `obj` keeps its defaults.
+template <class T, size_t N>
+void ReadObject(const rapidjson::Value& d, const char* key, T& obj, const JsonField<T> (&fields)[N]) {
+  if (d.HasMember(key) && d[key].IsObject()) ReadFields(Fields{d[key]}, obj, fields);
+}
 
 PlannedJob ReadJob(const Fields& f) {
   PlannedJob job;
-  job.key = f.Str("key");
-  job.bucket = f.Str("bucket");
-  job.canary = f.Bool("canary");
-  job.gpus = f.Int("gpus");
-  job.nodes = std::max<int64_t>(1, f.Int("nodes"));  // absent before multi-node arms: one node
-  job.depends_on = f.Str("depends_on");
+  ReadFields(f, job, kJobFields);
+  job.nodes = std::max<int64_t>(1, job.nodes);  // absent before multi-node arms: one node
   if (f.o.HasMember("entries") && f.o["entries"].IsArray()) {
     for (const auto& x : f.o["entries"].GetArray()) job.entries.push_back(x.IsInt64() ? x.GetInt64() : -1);
   }
@@ -209,20 +234,8 @@ PlannedJob ReadJob(const Fields& f) {
 
 PlannedEntry ReadEntry(const Fields& f) {
   PlannedEntry p;
-  p.index = f.Int("index");
-  p.job_key = f.Str("job");
-  p.array_index = f.Int("array_index");
-  p.bucket = f.Str("bucket");
-  p.config_key = f.Str("config_key");
-  p.recipe = f.Str("recipe");
-  p.arm = f.Str("arm");
-  p.conc = f.Int("conc");
-  p.gpus = f.Int("gpus");
-  p.nodes = std::max<int64_t>(1, f.Int("nodes"));
-  p.eval_only = f.Bool("eval_only");
-  p.image = f.Str("image");
-  p.model_path = f.Str("model_path");
-  p.router_version = f.Str("router_version");
+  ReadFields(f, p, kEntryFields);
+  p.nodes = std::max<int64_t>(1, p.nodes);
   if (f.o.HasMember("entry") && f.o["entry"].IsObject()) {
     rapidjson::StringBuffer buf;
     rapidjson::Writer<rapidjson::StringBuffer> w(buf);
@@ -316,11 +329,7 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
   const Fields top{d};
   SweepManifest m;
   m.sweep_id = top.Str("sweep");
-  m.sweep_dir = top.Str("sweep_dir");
-  m.ixsubmit = top.Str("ixsubmit");
-  m.recipe_dir = top.Str("recipe_dir");
-  m.fail_fast = top.Bool("fail_fast");
-  m.dry_run = top.Bool("dry_run");
+  ReadFields(top, m, kManifestFields);
   Result<SweepMode> mode = ParseSweepMode(top.Str("mode"));
   if (!mode) return Error{path + ": field 'mode': " + mode.error().message};
   m.plan.mode = mode.value();
@@ -329,39 +338,17 @@ Result<SweepManifest> SweepManifestFromJson(const std::string& text, const std::
     return Error{path + ": fields 'client', 'jobs' and 'entries' must be arrays"};
   }
   for (const auto& a : d["client"].GetArray()) m.client.push_back(a.IsString() ? a.GetString() : "");
-  if (d.HasMember("client_defaults") && d["client_defaults"].IsObject()) {
-    const Fields cd{d["client_defaults"]};
-    m.client_defaults.bench_serving_dir = cd.Str("bench_serving_dir");
-    m.client_defaults.duration = cd.Int("duration");
-  }
-  if (d.HasMember("hang_after") && d["hang_after"].IsString()) m.hang_after = d["hang_after"].GetString();
-  if (d.HasMember("sbatch") && d["sbatch"].IsObject()) {
-    const Fields sb{d["sbatch"]};
-    m.settings.partition = sb.Str("partition");
-    m.settings.account = sb.Str("account");
-    m.settings.time_limit = sb.Str("time");
-    m.settings.exclusive = sb.Bool("exclusive");
-    m.settings.throttle = sb.Int("throttle");
-  }
+  ReadObject(d, "client_defaults", m.client_defaults, kClientDefaultsFields);
+  m.hang_after = top.Str("hang_after");
+  ReadObject(d, "sbatch", m.settings, kSbatchFields);
   // A sweep.json without "container" was written before containers: its
   // steps ran on the host, and so do those of its resumed submitter.
-  if (d.HasMember("container") && d["container"].IsObject()) {
-    const Fields c{d["container"]};
-    m.container.enabled = c.Bool("enabled");
-    m.container.squash_dir = c.Str("squash_dir");
-    m.container.model_dir = c.Str("model_dir");
-  }
+  ReadObject(d, "container", m.container, kContainerFields);
   // Without "stream" (written before the agent): the default socket, no
-  // collector, results in the sweep directory.
-  if (d.HasMember("stream") && d["stream"].IsObject()) {
-    const Fields s{d["stream"]};
-    // An empty agent_socket is the default one.
-    if (!s.Str("agent_socket").empty()) m.stream.agent_socket = s.Str("agent_socket");
-    m.stream.collector_listen = s.Str("collector_listen");
-    m.stream.collector_url = s.Str("collector_url");
-    m.stream.token_file = s.Str("token_file");
-    m.stream.node_result_dir = s.Str("node_result_dir");
-  }
+  // collector, results in the sweep directory. An empty agent_socket is
+  // the default one too.
+  ReadObject(d, "stream", m.stream, kStreamFields);
+  if (m.stream.agent_socket.empty()) m.stream.agent_socket = StreamSettings{}.agent_socket;
   if (Status s = ReadObjects(d["jobs"], "jobs", path, m.plan.jobs, ReadJob); !s) return s.error();
   const auto read_entry = [&](const Fields& f) -> Result<PlannedEntry> {
     PlannedEntry p = ReadEntry(f);
