@@ -41,15 +41,15 @@ std::optional<std::string> NullIfEmpty(const std::string& s) {
 
 // ---- records from rows ------------------------------------------------------------
 
+// Each reader names the columns of its table's SELECT (kSweepColumns,
+// kJobColumns, kEntryColumns) by position; a row whose named values do not
+// parse is damaged.
+
 Result<SweepRecord> ReadSweep(const SqliteDb& db, const SqlStatement& s) {
-  SweepRecord r;
-  r.id = s.Text(0);
+  SweepRecord r{.id = s.Text(0), .created_at = s.Real(2), .updated_at = s.Real(3), .sweep_dir = s.Text(4)};
   Result<SweepMode> mode = ParseSweepMode(s.Text(1));
   if (!mode) return db.Plain("sweep " + r.id + ": damaged row: " + mode.error().message);
   r.mode = mode.value();
-  r.created_at = s.Real(2);
-  r.updated_at = s.Real(3);
-  r.sweep_dir = s.Text(4);
   if (!ArgvFromJson(s.Text(5), r.argv)) {
     return db.Plain("sweep " + r.id + ": damaged row: argv is not a JSON string array");
   }
@@ -58,49 +58,29 @@ Result<SweepRecord> ReadSweep(const SqliteDb& db, const SqlStatement& s) {
 }
 
 Result<JobRecord> ReadJob(const SqliteDb& db, const SqlStatement& s) {
-  JobRecord j;
-  j.sweep_id = s.Text(0);
-  j.key = s.Text(1);
-  j.seq = s.Int(2);
-  if (!ParseJobKind(s.Text(3), j.kind)) return db.Plain("job " + j.key + ": damaged row: kind '" + s.Text(3) + "'");
-  j.job_name = s.Text(4);
-  j.script_path = s.Text(5);
-  j.slurm_job_id = s.OptInt(6);
-  j.array_size = s.Int(7);
-  j.throttle = s.Int(8);
-  j.depends_on = s.Text(9);
-  if (!ParseStateName(s.Text(10), j.state)) return db.Plain("job " + j.key + ": damaged row: state '" + s.Text(10) + "'");
-  j.submit_token = s.Text(11);
-  j.submit_attempts = s.Int(12);
-  j.submitting_at = s.OptReal(13);
-  j.submitted_at = s.OptReal(14);
-  return j;
+  JobKind kind;
+  JobState state;
+  if (!ParseJobKind(s.Text(3), kind)) return db.Plain("job " + s.Text(1) + ": damaged row: kind '" + s.Text(3) + "'");
+  if (!ParseStateName(s.Text(10), state)) {
+    return db.Plain("job " + s.Text(1) + ": damaged row: state '" + s.Text(10) + "'");
+  }
+  return JobRecord{.sweep_id = s.Text(0), .key = s.Text(1), .seq = s.Int(2), .kind = kind, .job_name = s.Text(4),
+                   .script_path = s.Text(5), .slurm_job_id = s.OptInt(6), .array_size = s.Int(7),
+                   .throttle = s.Int(8), .depends_on = s.Text(9), .state = state, .submit_token = s.Text(11),
+                   .submit_attempts = s.Int(12), .submitting_at = s.OptReal(13), .submitted_at = s.OptReal(14)};
 }
 
 Result<EntryRecord> ReadEntry(const SqliteDb& db, const SqlStatement& s) {
-  EntryRecord e;
-  e.sweep_id = s.Text(0);
-  e.index = s.Int(1);
-  e.job_key = s.Text(2);
-  e.array_index = s.OptInt(3);
-  e.bucket = s.Text(4);
-  e.config_key = s.Text(5);
-  e.arm = s.Text(6);
-  e.recipe = s.Text(7);
-  e.conc = s.Int(8);
-  e.entry_json = s.Text(9);
-  if (!ParseStateName(s.Text(10), e.state)) {
-    return db.Plain("entry " + std::to_string(e.index) + ": damaged row: state '" + s.Text(10) + "'");
+  EntryState state;
+  if (!ParseStateName(s.Text(10), state)) {
+    return db.Plain("entry " + std::to_string(s.Int(1)) + ": damaged row: state '" + s.Text(10) + "'");
   }
-  e.slurm_task_id = s.Text(11);
-  e.started_at = s.OptReal(12);
-  e.ended_at = s.OptReal(13);
-  e.exit_code = s.OptInt(14);
-  e.failure_reason = s.Text(15);
-  e.failure_process = s.Text(16);
-  e.result_path = s.Text(17);
-  e.updated_at = s.Real(18);
-  return e;
+  return EntryRecord{.sweep_id = s.Text(0), .index = s.Int(1), .job_key = s.Text(2), .array_index = s.OptInt(3),
+                     .bucket = s.Text(4), .config_key = s.Text(5), .arm = s.Text(6), .recipe = s.Text(7),
+                     .conc = s.Int(8), .entry_json = s.Text(9), .state = state, .slurm_task_id = s.Text(11),
+                     .started_at = s.OptReal(12), .ended_at = s.OptReal(13), .exit_code = s.OptInt(14),
+                     .failure_reason = s.Text(15), .failure_process = s.Text(16), .result_path = s.Text(17),
+                     .updated_at = s.Real(18)};
 }
 
 // ---- checks -------------------------------------------------------------------------
