@@ -37,15 +37,18 @@ Result<StoredResultInfo> ReadResultInfo(const SqlStatement& s) {
   return StoredResultInfo{s.Text(0), s.Int(1), s.Text(2), s.Text(3), s.Int(4), s.Real(5)};
 }
 
-// The sha256 stored for `where`, or nullopt when there is no such file.
-Result<std::optional<std::string>> StoredSha256(const SqliteDb& db, const ResultTarget& where) {
-  SqlStatement s(db, "SELECT sha256 FROM result_files WHERE sweep = ?1 AND entry = ?2 AND name = ?3");
+// Column `column` of the result file `where`, or nullopt when there is no
+// such file; `failure` says what could not be read.
+Result<std::optional<std::string>> ResultColumn(const SqliteDb& db, const ResultTarget& where, const char* column,
+                                                const std::string& failure) {
+  SqlStatement s(db,
+                 std::string("SELECT ") + column + " FROM result_files WHERE sweep = ?1 AND entry = ?2 AND name = ?3");
   if (!s.ok()) return db.Fail("cannot prepare to read a result file");
   s.BindAll(where.sweep, where.entry, where.name);
   switch (s.Step()) {
     case SqlStatement::kRow: return std::optional<std::string>(s.Text(0));
     case SqlStatement::kDone: return std::optional<std::string>();
-    default: return db.Fail("cannot read a result file");
+    default: return db.Fail(failure);
   }
 }
 
@@ -86,7 +89,7 @@ Result<IngestCounts> CollectorStore::IngestEvents(const std::vector<ValidEvent>&
 Result<PutOutcome> CollectorStore::PutResult(const ResultTarget& where, const std::string& sha256,
                                              const std::string& content, double received) {
   return db_.Write<PutOutcome>("store a result file", [&]() -> Result<PutOutcome> {
-    Result<std::optional<std::string>> old = StoredSha256(db_, where);
+    Result<std::optional<std::string>> old = ResultColumn(db_, where, "sha256", "cannot read a result file");
     if (!old) return old.error();
     if (old.value() == sha256) return PutOutcome::kUnchanged;
     // The content is bound as text (SqlStatement has no blob binding) and
@@ -120,14 +123,7 @@ Result<std::vector<StoredResultInfo>> CollectorStore::ListResults(const std::opt
 }
 
 Result<std::optional<std::string>> CollectorStore::ReadResult(const ResultTarget& where) const {
-  SqlStatement s(db_, "SELECT content FROM result_files WHERE sweep = ?1 AND entry = ?2 AND name = ?3");
-  if (!s.ok()) return db_.Fail("cannot prepare to read a result file");
-  s.BindAll(where.sweep, where.entry, where.name);
-  switch (s.Step()) {
-    case SqlStatement::kRow: return std::optional<std::string>(s.Text(0));
-    case SqlStatement::kDone: return std::optional<std::string>();
-    default: return db_.Fail("cannot read result file " + where.name);
-  }
+  return ResultColumn(db_, where, "content", "cannot read result file " + where.name);
 }
 
 }  // namespace ix

@@ -5,10 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <type_traits>
+#include <utility>
+#include <variant>
 
 #include "core/base/json_text.h"
 #include "core/base/text.h"
 #include "core/process/spawn.h"
+#include "submitter/collector/command_usage.h"
 #include "submitter/collector/event_validation.h"
 #include "submitter/sweep/sweep_container.h"
 #include "submitter/sweep/sweep_db.h"
@@ -101,23 +105,36 @@ std::string EventsTable(const std::vector<StoredEvent>& events) {
   return out;
 }
 
+// The members of a result file in --results --json, in order: each key
+// with the field it holds.
+using ResultField =
+    std::variant<std::string StoredResultInfo::*, int64_t StoredResultInfo::*, double StoredResultInfo::*>;
+const std::pair<const char*, ResultField> kResultMembers[] = {
+    {"sweep", &StoredResultInfo::sweep}, {"entry", &StoredResultInfo::entry}, {"name", &StoredResultInfo::name},
+    {"size", &StoredResultInfo::size},   {"sha256", &StoredResultInfo::sha256},
+    {"received", &StoredResultInfo::received}};
+
+// One JSON value, as its type writes it.
+template <class Writer, class Value>
+void WriteValue(Writer& w, const Value& v) {
+  if constexpr (std::is_same_v<Value, std::string>) {
+    w.String(v.c_str());
+  } else if constexpr (std::is_same_v<Value, double>) {
+    w.Double(v);
+  } else {
+    w.Int64(v);
+  }
+}
+
 std::string ResultsJson(const std::vector<StoredResultInfo>& results) {
   return JsonText(true, [&](auto& w) {
     w.StartArray();
     for (const StoredResultInfo& r : results) {
       w.StartObject();
-      w.Key("sweep");
-      w.String(r.sweep.c_str());
-      w.Key("entry");
-      w.Int64(r.entry);
-      w.Key("name");
-      w.String(r.name.c_str());
-      w.Key("size");
-      w.Int64(r.size);
-      w.Key("sha256");
-      w.String(r.sha256.c_str());
-      w.Key("received");
-      w.Double(r.received);
+      for (const auto& [key, field] : kResultMembers) {
+        w.Key(key);
+        std::visit([&](auto member) { WriteValue(w, r.*member); }, field);
+      }
       w.EndObject();
     }
     w.EndArray();
@@ -135,9 +152,8 @@ std::string ResultsTable(const std::vector<StoredResultInfo>& results) {
 
 int RunEventsCommand(const std::vector<std::string>& args) {
   Result<EventsCommandLine> parsed = Parse(args);
-  if (!parsed) return std::fprintf(stderr, "ixsubmit events: error: %s\n%s", parsed.error().message.c_str(), kUsage), 2;
+  if (std::optional<int> done = UsageExitStatus("events", parsed, kUsage)) return *done;
   const EventsCommandLine& c = parsed.value();
-  if (c.help) return std::fputs(kUsage, stdout), 0;
   Result<std::string> path = ExistingDbPath(c.db, CurrentEnvironment(), PathExistsOnDisk);
   if (!path) return std::fprintf(stderr, "ixsubmit events: %s\n", path.error().message.c_str()), 1;
   Result<CollectorStore> store = CollectorStore::Open(path.value());

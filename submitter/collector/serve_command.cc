@@ -9,6 +9,7 @@
 #include "core/base/text.h"
 #include "core/process/spawn.h"
 #include "submitter/collector/collector.h"
+#include "submitter/collector/command_usage.h"
 #include "submitter/collector/token_file.h"
 #include "submitter/sweep/sweep_container.h"
 #include "submitter/sweep/sweep_db.h"
@@ -146,9 +147,8 @@ Result<ServeCommandLine> ParseServeCommandLine(const std::vector<std::string>& a
 
 int RunServeCommand(const std::vector<std::string>& args) {
   Result<ServeCommandLine> parsed = ParseServeCommandLine(args);
-  if (!parsed) return std::fprintf(stderr, "ixsubmit serve: error: %s\n%s", parsed.error().message.c_str(), kUsage), 2;
+  if (std::optional<int> done = UsageExitStatus("serve", parsed, kUsage)) return *done;
   const ServeCommandLine& c = parsed.value();
-  if (c.help) return std::fputs(kUsage, stdout), 0;
   Result<std::string> token = ReadTokenFile(c.token_file);
   if (!token) return LogLine(token.error().message), 1;
   Result<std::string> db = DbPath(c.db);
