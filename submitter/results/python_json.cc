@@ -25,34 +25,40 @@ void ShortestDigits(double x, std::string& digits, int& decpt) {
   decpt = std::atoi(s.c_str() + e + 1) + 1;
 }
 
-void Dump(std::string& out, const rapidjson::Value& v, int indent, int level) {
+void Dump(std::string& out, const rapidjson::Value& v, int indent, int level);
+
+// An object's members or an array's elements between `open` and `close`
+// as json.dumps lays them out: each after the separator and a new indented
+// line (with indent > 0), the close on a line of its own; `{}` or `[]` when
+// there are none. `dump_item` appends one item.
+template <class Items, class DumpItem>
+void DumpContainer(std::string& out, const Items& items, char open, char close, int indent, int level,
+                   DumpItem&& dump_item) {
+  out += open;
+  if (items.begin() == items.end()) return void(out += close);
   const std::string nl = indent > 0 ? "\n" + std::string(static_cast<size_t>(indent * (level + 1)), ' ') : "";
-  const std::string close = indent > 0 ? "\n" + std::string(static_cast<size_t>(indent * level), ' ') : "";
   const char* sep = indent > 0 ? "," : ", ";
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += sep;
+    first = false;
+    out += nl;
+    dump_item(item);
+  }
+  if (indent > 0) out += "\n" + std::string(static_cast<size_t>(indent * level), ' ');
+  out += close;
+}
+
+void Dump(std::string& out, const rapidjson::Value& v, int indent, int level) {
   if (v.IsObject()) {
-    if (v.MemberCount() == 0) return void(out += "{}");
-    out += '{';
-    bool first = true;
-    for (const auto& m : v.GetObject()) {
-      if (!first) out += sep;
-      first = false;
-      out += nl;
+    DumpContainer(out, v.GetObject(), '{', '}', indent, level, [&](const auto& m) {
       AppendJsonString(out, std::string_view(m.name.GetString(), m.name.GetStringLength()));
       out += ": ";
       Dump(out, m.value, indent, level + 1);
-    }
-    out += close + '}';
+    });
   } else if (v.IsArray()) {
-    if (v.Size() == 0) return void(out += "[]");
-    out += '[';
-    bool first = true;
-    for (const auto& e : v.GetArray()) {
-      if (!first) out += sep;
-      first = false;
-      out += nl;
-      Dump(out, e, indent, level + 1);
-    }
-    out += close + ']';
+    DumpContainer(out, v.GetArray(), '[', ']', indent, level,
+                  [&](const rapidjson::Value& e) { Dump(out, e, indent, level + 1); });
   } else if (v.IsString()) {
     AppendJsonString(out, std::string_view(v.GetString(), v.GetStringLength()));
   } else if (v.IsBool()) {
