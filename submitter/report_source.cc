@@ -116,23 +116,13 @@ void Metrics(const rapidjson::Value& agg, ReportEntry& r) {
 }  // namespace
 
 ReportData MakeReportData(const SweepResults& s, const std::string& report_dir, const std::string& generated) {
-  ReportData d;
-  d.sweep_id = s.sweep.id;
-  d.mode = SweepModeName(s.sweep.mode);
-  d.generated = generated;
+  ReportData d{.sweep_id = s.sweep.id, .mode = SweepModeName(s.sweep.mode), .generated = generated};
   for (const EntryResults& e : s.entries) {
     const EntryRecord& rec = e.record;
-    ReportEntry r;
-    r.index = rec.index;
-    r.config_key = rec.config_key;
-    r.bucket = rec.bucket;
-    r.arm = rec.arm;
-    r.conc = rec.conc;
-    r.state = StateName(rec.state);
-    r.slurm_job = rec.slurm_task_id;
-    r.failure_reason = rec.failure_reason;
-    r.failure_process = rec.failure_process;
-    r.placement = Placement(e.result_dir);
+    ReportEntry r{.index = rec.index, .config_key = rec.config_key, .bucket = rec.bucket, .arm = rec.arm,
+                  .conc = rec.conc, .state = StateName(rec.state), .slurm_job = rec.slurm_task_id,
+                  .failure_reason = rec.failure_reason, .failure_process = rec.failure_process,
+                  .placement = Placement(e.result_dir)};
     rapidjson::Document entry;
     if (!entry.Parse(rec.entry_json.c_str()).HasParseError() && entry.IsObject()) {
       r.gpus = static_cast<int64_t>(Num(entry, "tp").value_or(0) * Num(entry, "pp").value_or(1) *

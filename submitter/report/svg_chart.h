@@ -22,8 +22,7 @@ namespace ix {
 // One point: where it is, its tooltip (the marker's <title>) and an
 // optional short label drawn beside it ("64" for conc 64).
 struct ChartPoint {
-  double x = 0;
-  double y = 0;
+  double x = 0, y = 0;
   std::string tooltip;
   std::string label;
 };

@@ -136,18 +136,9 @@ TEST(ContainerSrunArgs, SquashFileWhenThereElseTheImageAndTheMounts) {
 }
 
 SweepManifest OneEntrySweep() {
-  SweepManifest m;
-  m.sweep_id = "sw-t";
-  m.sweep_dir = "/sw";
-  m.client = {"aiperf", "profile", "--x"};
-  PlannedEntry e;
-  e.index = 2;
-  e.recipe = "r";
-  e.arm = "dep4";
-  e.conc = 64;
-  e.gpus = 4;
-  e.image = "vllm/vllm-openai:v0.11.0";
-  e.model_path = "/models/m";
+  SweepManifest m{.sweep_id = "sw-t", .sweep_dir = "/sw", .client = {"aiperf", "profile", "--x"}};
+  const PlannedEntry e{.index = 2, .recipe = "r", .arm = "dep4", .conc = 64, .gpus = 4,
+                       .image = "vllm/vllm-openai:v0.11.0", .model_path = "/models/m"};
   m.plan.entries = {PlannedEntry{}, PlannedEntry{}, e};
   return m;
 }

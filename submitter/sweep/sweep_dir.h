@@ -28,15 +28,11 @@ namespace ix {
 
 // The flock on DIR/submitter.lock, held for as long as this lives (closing
 // the file drops it). Invariant: holds the locked file, or nothing.
+// Move-only, as its UniqueFd is.
 class SweepLock {
  public:
   SweepLock() = default;
   explicit SweepLock(int fd) : fd_(fd) {}
-  SweepLock(SweepLock&& o) noexcept = default;
-  SweepLock& operator=(SweepLock&& o) noexcept = default;
-  SweepLock(const SweepLock&) = delete;
-  SweepLock& operator=(const SweepLock&) = delete;
-  ~SweepLock() = default;
 
  private:
   UniqueFd fd_;

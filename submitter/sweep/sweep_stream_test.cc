@@ -115,11 +115,7 @@ struct Stream {
 };
 
 EntryRecord Record(int64_t index, EntryState state, std::optional<double> started = std::nullopt) {
-  EntryRecord e;
-  e.index = index;
-  e.state = state;
-  e.started_at = started;
-  return e;
+  return EntryRecord{.index = index, .state = state, .started_at = started};
 }
 
 TEST(StreamTracker, TurnsTheTasksWordsIntoStoreUpdates) {

@@ -14,22 +14,10 @@ namespace {
 
 // A sweep of one array with one entry across two nodes.
 SweepManifest OneMultinodeEntry(const std::string& dir) {
-  SweepManifest m;
-  m.sweep_id = "sw-task";
-  m.sweep_dir = dir;
-  m.ixsubmit = "/usr/bin/ixsubmit";
-  m.client = {"bench"};
-  PlannedEntry e;
-  e.job_key = "bucket:multinode-1k1k";
-  e.bucket = "multinode-1k1k";
-  e.config_key = "mn-agg";
-  e.recipe = "mn-b300";
-  e.arm = "dep16";
-  e.conc = 32;
-  e.gpus = 8;
-  e.nodes = 2;
-  e.entry_json = "{}";
-  m.plan.entries.push_back(e);
+  SweepManifest m{.sweep_id = "sw-task", .sweep_dir = dir, .ixsubmit = "/usr/bin/ixsubmit", .client = {"bench"}};
+  m.plan.entries.push_back({.job_key = "bucket:multinode-1k1k", .bucket = "multinode-1k1k", .config_key = "mn-agg",
+                            .recipe = "mn-b300", .arm = "dep16", .conc = 32, .gpus = 8, .nodes = 2,
+                            .entry_json = "{}"});
   m.plan.jobs.push_back({"bucket:multinode-1k1k", "multinode-1k1k", false, {0}, 8, "", 2});
   return m;
 }
