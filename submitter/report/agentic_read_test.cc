@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,31 @@ constexpr const char* kRanks =
     R"(, "ix": {"arm": "dep4", "dp_ranks": [{"rank": 1, "requests": 30, "prefix_cache_hit_rate": 0.7, "sessions": null},
       {"rank": 0, "requests": 31, "prefix_cache_hit_rate": 0.8, "sessions": 5}, {"rank": "x"}, {"rank": 99999}]})";
 
+// An entry's numbers that an agentic aggregate fills, as one line of
+// "name=value" words, each value in its shortest round-trip form ("-" for
+// none, "nan" for NaN), so that a test compares them all at once, exactly.
+std::string Numbers(const ReportEntry& e) {
+  const AgenticResult& a = e.agentic;
+  const std::pair<const char*, std::optional<double>> numbers[] = {
+      {"tput_per_gpu", e.tput_per_gpu}, {"output_tput_per_gpu", e.output_tput_per_gpu},
+      {"median_intvty", e.median_intvty}, {"mean_ttft_s", e.mean_ttft_s}, {"p99_ttft_s", e.p99_ttft_s},
+      {"median_tpot_s", e.median_tpot_s}, {"joules_per_output_token", e.joules_per_output_token},
+      {"avg_power_w", e.avg_power_w}, {"p50_ttft_s", a.p50_ttft_s}, {"gpu_cache_hit_rate", a.gpu_cache_hit_rate},
+      {"cpu_cache_hit_rate", a.cpu_cache_hit_rate}, {"overall_cache_hit_rate", a.overall_cache_hit_rate},
+      {"gpu_kv_usage_peak", a.gpu_kv_usage_peak},
+      {"requests_successful", static_cast<double>(a.requests_successful)}};
+  std::string out;
+  for (const auto& [name, value] : numbers) {
+    std::string text = "-";
+    if (value) {
+      char buf[32];
+      text.assign(buf, std::to_chars(buf, buf + sizeof buf, *value).ptr);
+    }
+    out += (out.empty() ? "" : " ") + std::string(name) + "=" + text;
+  }
+  return out;
+}
+
 void Write(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << text;
@@ -81,23 +107,13 @@ TEST(AgenticAggregate, FillsTheEntrysNumbers) {
     "avg_power_w": 700.0)" + std::string(kRanks)), e));
   EXPECT_TRUE(IsAgentic(e));
   EXPECT_TRUE(e.has_result);
-  EXPECT_EQ(e.tput_per_gpu, 1200.5);
-  EXPECT_EQ(e.output_tput_per_gpu, 80.25);
-  EXPECT_EQ(e.median_intvty, 50);
-  EXPECT_EQ(e.mean_ttft_s, 0.5);
-  EXPECT_TRUE(std::isnan(e.p99_ttft_s));
-  EXPECT_EQ(e.median_tpot_s, 0.02);
-  EXPECT_EQ(e.joules_per_output_token, 2.5);
-  EXPECT_EQ(e.avg_power_w, 700.0);
+  EXPECT_EQ(Numbers(e),
+            "tput_per_gpu=1200.5 output_tput_per_gpu=80.25 median_intvty=50 mean_ttft_s=0.5 p99_ttft_s=nan "
+            "median_tpot_s=0.02 joules_per_output_token=2.5 avg_power_w=700 p50_ttft_s=0.4 gpu_cache_hit_rate=0.8 "
+            "cpu_cache_hit_rate=0.1 overall_cache_hit_rate=0.9 gpu_kv_usage_peak=0.75 requests_successful=128");
   const AgenticResult& a = e.agentic;
   EXPECT_EQ(a.kv_offloading, "cpu");
   EXPECT_EQ(a.kv_offload_backend, "native");
-  EXPECT_EQ(a.p50_ttft_s, 0.4);
-  EXPECT_EQ(a.gpu_cache_hit_rate, 0.8);
-  EXPECT_EQ(a.cpu_cache_hit_rate, 0.1);
-  EXPECT_EQ(a.overall_cache_hit_rate, 0.9);
-  EXPECT_EQ(a.gpu_kv_usage_peak, 0.75);
-  EXPECT_EQ(a.requests_successful, 128);
   ASSERT_EQ(a.dp_ranks.size(), 2u);  // "x" and 99999 are not ranks
   EXPECT_EQ(a.dp_ranks[0].rank, 0);
   EXPECT_EQ(a.dp_ranks[0].sessions, 5);

@@ -145,12 +145,10 @@ TEST(ReportHtml, KeyWithBothKindsHasAHeadingAndChartsForEach) {
 }
 
 TEST(ReportHtml, UnsafeHrefsAreNotLinks) {
-  EXPECT_TRUE(IsSafeRelativeHref("results/3/server.log"));
-  EXPECT_TRUE(IsSafeRelativeHref("a/b:c.log"));
-  EXPECT_FALSE(IsSafeRelativeHref("javascript:alert(1)"));
-  EXPECT_FALSE(IsSafeRelativeHref("//evil.example/x"));
-  EXPECT_FALSE(IsSafeRelativeHref("a\\b"));
-  EXPECT_FALSE(IsSafeRelativeHref(""));
+  for (const char* safe : {"results/3/server.log", "a/b:c.log"}) EXPECT_TRUE(IsSafeRelativeHref(safe)) << safe;
+  for (const char* unsafe : {"javascript:alert(1)", "//evil.example/x", "a\\b", ""}) {
+    EXPECT_FALSE(IsSafeRelativeHref(unsafe)) << unsafe;
+  }
   ReportData data = test::SampleReport();
   data.entries[0].logs = {{"evil", "javascript:alert(1)"}, {"ok\"x", "x\".log"}};
   const std::string html = RenderReport(data);

@@ -9,16 +9,13 @@ namespace ix {
 namespace {
 
 PlannedEntry Dep4Entry() {
-  PlannedEntry e;
-  e.index = 7;
-  e.config_key = "dsv41flash-fp4-b300-vllm";
-  e.arm = "dep4";
-  e.router_version = "0.1.14";
-  e.entry_json = R"({"image":"vllm/vllm-openai:nightly","model":"deepseek-ai/DeepSeek-V4.1-Flash",)"
-                 R"("model-prefix":"dsv41flash","precision":"fp4","framework":"vllm","runner":"b300","isl":1024,)"
-                 R"("osl":1024,"tp":4,"pp":1,"dcp-size":1,"pcp-size":1,"conc":64,"max-model-len":2304,"ep":4,)"
-                 R"("dp-attn":true,"spec-decoding":"none","exp-name":"dsv41flash_1k1k","disagg":false,"run-eval":false})";
-  return e;
+  return PlannedEntry{
+      .index = 7, .config_key = "dsv41flash-fp4-b300-vllm", .arm = "dep4", .router_version = "0.1.14",
+      .entry_json = R"({"image":"vllm/vllm-openai:nightly","model":"deepseek-ai/DeepSeek-V4.1-Flash",)"
+                    R"("model-prefix":"dsv41flash","precision":"fp4","framework":"vllm","runner":"b300","isl":1024,)"
+                    R"("osl":1024,"tp":4,"pp":1,"dcp-size":1,"pcp-size":1,"conc":64,"max-model-len":2304,"ep":4,)"
+                    R"("dp-attn":true,"spec-decoding":"none","exp-name":"dsv41flash_1k1k","disagg":false,)"
+                    R"("run-eval":false})"};
 }
 
 TEST(BenchmarkEnvironment, NamesTheRunAsInferenceXsWorkflowDoes) {
@@ -37,21 +34,26 @@ TEST(BenchmarkEnvironment, NamesTheRunAsInferenceXsWorkflowDoes) {
 
 PlannedEntry Dep16Entry() { return test::Dep16MultinodeEntry(); }
 
+// Each variable of `expected` is in `env` with its value (present, even
+// when the value is "").
+void ExpectVariables(const EnvVars& env, const std::vector<std::pair<std::string, std::string>>& expected) {
+  for (const auto& [k, v] : expected) {
+    bool found = false;
+    for (const auto& [n, x] : env) found = found || (n == k && x == v);
+    EXPECT_TRUE(found) << k << " should be '" << v << "', is '" << EnvValue(env, k) << "'";
+  }
+}
+
 TEST(BenchmarkEnvironment, AStepAcrossNodesGetsTheMultinodeWorkflowsVariables) {
   Result<EnvVars> env = BenchmarkEnvironment(Dep16Entry(), "head");
   ASSERT_TRUE(env) << env.error().message;
-  const std::vector<std::pair<std::string, std::string>> expected = {
+  ExpectVariables(env.value(), {
       {"PREFILL_NUM_WORKERS", "1"}, {"PREFILL_TP", "16"},   {"PREFILL_PP_SIZE", "1"}, {"PREFILL_DCP_SIZE", "1"},
       {"PREFILL_PCP_SIZE", "1"},    {"PREFILL_EP", "16"},   {"PREFILL_DP_ATTN", "true"},
       {"DECODE_NUM_WORKERS", "0"},  {"DECODE_TP", "16"},    {"DECODE_PP_SIZE", "1"},  {"DECODE_DCP_SIZE", "1"},
       {"DECODE_PCP_SIZE", "1"},     {"DECODE_EP", "16"},    {"DECODE_DP_ATTN", "true"},
       {"PREFILL_GPUS", "16"},       {"DECODE_GPUS", "0"},   {"PREFILL_HARDWARE", ""}, {"DECODE_HARDWARE", ""},
-      {"CONC", "64"},               {"IS_MULTINODE", "true"}, {"DISAGG", "false"}};
-  for (const auto& [k, v] : expected) {
-    bool found = false;
-    for (const auto& [n, x] : env.value()) found = found || (n == k && x == v);
-    EXPECT_TRUE(found) << k << " should be '" << v << "', is '" << EnvValue(env.value(), k) << "'";
-  }
+      {"CONC", "64"},               {"IS_MULTINODE", "true"}, {"DISAGG", "false"}});
   // The workflow's RESULT_FILENAME_BASE (both shapes, the row's conc list,
   // the runner) + what the srt-slurm launcher appends for concurrency 64.
   EXPECT_EQ(EnvValue(env.value(), "RESULT_FILENAME"),
@@ -141,22 +143,17 @@ PlannedEntry AgenticDep4Entry() {
 TEST(BenchmarkEnvironment, AnAgenticEntryGetsTheAgenticWorkflowsVariables) {
   Result<EnvVars> env = BenchmarkEnvironment(AgenticDep4Entry(), "b300-nv_03", ContractOptions{"/r/7", 0});
   ASSERT_TRUE(env) << env.error().message;
-  auto v = [&](const char* n) { return EnvValue(env.value(), n); };
-  EXPECT_EQ(v("SCENARIO_TYPE"), "agentic-coding");
-  EXPECT_EQ(v("KV_OFFLOADING"), "dram");
-  EXPECT_EQ(v("KV_OFFLOAD_BACKEND"), "vllm-simple");
-  EXPECT_EQ(v("KV_OFFLOAD_BACKEND_METADATA"), "{\n  \"name\": \"vllm-simple\"\n}") << "GitHub's toJson";
-  EXPECT_EQ(v("TOTAL_CPU_DRAM_GB"), "1424");
-  EXPECT_EQ(v("DURATION"), "3600");
-  EXPECT_EQ(v("AIPERF_FAILED_REQUEST_THRESHOLD"), "0.10");
-  EXPECT_EQ(v("AIPERF_LIVE_FAILED_REQUEST_THRESHOLD"), "0.10");
-  EXPECT_EQ(v("AIPERF_TRACE_IDLE_GAP_CAP_SECONDS"), "300");
-  EXPECT_EQ(v("RESULT_DIR"), "/r/7");
-  EXPECT_EQ(v("AGENTIC_OUTPUT_DIR"), "/r/7");
-  EXPECT_EQ(v("RESULT_FILENAME"), "dsv4_tp4_conc48_kvdram-vllm-simple_spec-mtp_fp4_vllm_tp4-pp1-dcp1-pcp1-ep4-dpatrue_"
-                                  "disagg-false_spec-mtp_conc48_b300-nv_03");
-  EXPECT_EQ(v("ROUTER_METADATA"), R"({"name":"vllm-router","version":"0.1.14"})");
-  EXPECT_EQ(v("ISL"), "") << "agentic rows have no sequence lengths";
+  // KV_OFFLOAD_BACKEND_METADATA: as GitHub's toJson writes it.
+  ExpectVariables(env.value(), {
+      {"SCENARIO_TYPE", "agentic-coding"}, {"KV_OFFLOADING", "dram"}, {"KV_OFFLOAD_BACKEND", "vllm-simple"},
+      {"KV_OFFLOAD_BACKEND_METADATA", "{\n  \"name\": \"vllm-simple\"\n}"}, {"TOTAL_CPU_DRAM_GB", "1424"},
+      {"DURATION", "3600"}, {"AIPERF_FAILED_REQUEST_THRESHOLD", "0.10"},
+      {"AIPERF_LIVE_FAILED_REQUEST_THRESHOLD", "0.10"}, {"AIPERF_TRACE_IDLE_GAP_CAP_SECONDS", "300"},
+      {"RESULT_DIR", "/r/7"}, {"AGENTIC_OUTPUT_DIR", "/r/7"},
+      {"RESULT_FILENAME", "dsv4_tp4_conc48_kvdram-vllm-simple_spec-mtp_fp4_vllm_tp4-pp1-dcp1-pcp1-ep4-dpatrue_"
+                          "disagg-false_spec-mtp_conc48_b300-nv_03"},
+      {"ROUTER_METADATA", R"({"name":"vllm-router","version":"0.1.14"})"}});
+  EXPECT_EQ(EnvValue(env.value(), "ISL"), "") << "agentic rows have no sequence lengths";
   EXPECT_FALSE(HasAggResult(env.value())) << "process_result.py is not run for agentic entries";
   env = BenchmarkEnvironment(AgenticDep4Entry(), "n", ContractOptions{"", 20});
   ASSERT_TRUE(env) << env.error().message;
