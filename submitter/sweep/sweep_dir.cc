@@ -19,7 +19,7 @@ Result<SweepLock> LockSweepDir(const std::string& dir, const std::string& sweep_
   const std::string path = dir + "/submitter.lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Error{"cannot open " + path + ": " + std::strerror(errno)};
-  SweepLock lock(fd);
+  SweepLock lock{UniqueFd(fd)};
   const auto until = std::chrono::steady_clock::now() + deadline;
   // LOCK_NB and a poll, not a blocking flock: a lock held by a live
   // submitter must fail fast, and a blocking call on a network file system

@@ -27,15 +27,10 @@
 namespace ix {
 
 // The flock on DIR/submitter.lock, held for as long as this lives (closing
-// the file drops it). Invariant: holds the locked file, or nothing.
+// the file drops it). Invariant: `file` holds the locked file, or nothing.
 // Move-only, as its UniqueFd is.
-class SweepLock {
- public:
-  SweepLock() = default;
-  explicit SweepLock(int fd) : fd_(fd) {}
-
- private:
-  UniqueFd fd_;
+struct SweepLock {
+  UniqueFd file;
 };
 
 // Locks `dir` (which must exist) for sweep `sweep_id`. Tries until
