@@ -55,6 +55,20 @@ for i in range(lo, hi):
 PY
 }
 stored() { "$ixsubmit" events sw-stream --db "$db" --json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+# taken_in N: waits until the running agent has spooled N events. Its
+# /metrics counts an event once the loop has appended it to the fsync'd
+# spool; a datagram still queued on the socket dies with a SIGKILLed agent,
+# so the test kills it only after this.
+taken_in() {
+  local mport n=0
+  mport=$(sed -n 's/.*metrics on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/agent.log" | tail -1)
+  for _ in $(seq 100); do
+    n=$(curl -s "http://127.0.0.1:$mport/metrics" | sed -n 's/^ix_agent_events_received_total \([0-9]*\)$/\1/p')
+    (( ${n:-0} >= $1 )) && return 0
+    sleep 0.1
+  done
+  fail "the agent took in ${n:-0} events, not $1"
+}
 
 start_collector
 start_agent
@@ -63,6 +77,7 @@ send 0 60
 send 60 100                  # spooled while the collector is down
 start_collector              # the same port: the agent retries it
 send 100 140
+taken_in 140
 { kill -9 "$agent"; wait "$agent"; } 2>/dev/null
 start_agent                  # replays what it had not delivered
 send 140 200
