@@ -78,17 +78,9 @@ std::string LoadError(const std::string& text) {
 
 #define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
-// kConfig with `from` replaced by `to`, and a part of the error it must give.
-struct Broken {
-  std::string from, to, error;
-};
-
-// Each break, one at a time, is a load error holding its part.
-void ExpectErrors(std::initializer_list<Broken> breaks) {
-  for (const Broken& b : breaks) {
-    SCOPED_TRACE(b.to);
-    EXPECT_HAS(LoadError(test::ReplaceOnce(kConfig, b.from, b.to)), b.error);
-  }
+// Each change of kConfig, one at a time, is a load error holding its part.
+void ExpectErrors(std::initializer_list<test::TextChange> changes) {
+  test::ExpectChangeErrors(kConfig, changes, LoadError);
 }
 
 TEST(MatrixConfig, TheExampleLoadsWithDefaultsAndOrder) {

@@ -38,20 +38,10 @@ inline std::string LoadError(const std::string& text) {
   return r.ok() ? "" : r.error().message;
 }
 
-// One change to a recipe text (the first `from` becomes `to`) and a part of
-// the error that loading the changed recipe must give.
-struct BrokenRecipe {
-  const char* from;
-  const char* to;
-  const char* error;
-};
-
-// Loads `base` with each change in turn: each must fail with its error.
-inline void ExpectLoadErrors(const std::string& base, std::initializer_list<BrokenRecipe> changes) {
-  for (const BrokenRecipe& c : changes) {
-    const std::string message = LoadError(ReplaceOnce(base, c.from, c.to));
-    EXPECT_NE(message.find(c.error), std::string::npos) << "'" << c.from << "' -> '" << c.to << "': " << message;
-  }
+// Loads recipe `base` with each change in turn: each must fail with its
+// error.
+inline void ExpectLoadErrors(const std::string& base, std::initializer_list<TextChange> changes) {
+  ExpectChangeErrors(base, changes, LoadError);
 }
 
 }  // namespace ix::test

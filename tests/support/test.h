@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <thread>
 
@@ -40,6 +41,22 @@ inline std::string ReplaceOnce(std::string s, const std::string& from, const std
   EXPECT_NE(pos, std::string::npos) << from;
   if (pos != std::string::npos) s.replace(pos, from.size(), to);
   return s;
+}
+
+// One change to a fixture text (its first `from` becomes `to`) and a part
+// of the error that loading the changed text must give.
+struct TextChange {
+  std::string from, to, error;
+};
+
+// Loads `base` with each change in turn through `load_error` (the error
+// message of loading a text, "" when it loads): each must hold its part.
+inline void ExpectChangeErrors(const std::string& base, std::initializer_list<TextChange> changes,
+                               const std::function<std::string(const std::string&)>& load_error) {
+  for (const TextChange& c : changes) {
+    const std::string message = load_error(ReplaceOnce(base, c.from, c.to));
+    EXPECT_NE(message.find(c.error), std::string::npos) << "'" << c.from << "' -> '" << c.to << "': " << message;
+  }
 }
 
 // Polls `done` every millisecond until it is true (true) or `limit` has
